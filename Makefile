@@ -1,0 +1,156 @@
+# placed — build, test and install.
+#
+#   make deps      install the Debian packages the build, tests and benchmarks need
+#   make           build/placed and build/placectl
+#   make run       run placed in the foreground from the tree (default profile)
+#   make check     every test; ends with "N passed, N failed, N skipped"
+#   make check-sanitize   the same under ASan + UBSan (in build-san/)
+#   make install   honours DESTDIR and PREFIX
+#
+# lib/*.c builds into build/libplaced.a, which the daemon, placectl and the
+# tests link. lib/*.bpf.c become BPF objects and skeleton headers in build/.
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+DATADIR    ?= $(PREFIX)/share
+MANDIR     ?= $(DATADIR)/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+DBUS_POLICYDIR ?= $(DATADIR)/dbus-1/system.d
+RUNSTATEDIR ?= /run
+
+BUILD ?= build
+VERSION := 0.1.0
+
+DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
+	libsystemd-dev libcpupower-dev libnl-3-dev libnl-genl-3-dev libinih-dev \
+	libevent-dev libjson-c-dev libcmocka-dev dbus systemd rt-tests linux-perf \
+	stress-ng gnuplot-nox clang-format util-linux procps python3
+
+PKGS := libsystemd libnl-3.0 libnl-genl-3.0 inih libevent libbpf json-c
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcpupower -lm
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+SANITIZE ?=
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
+	-D_GNU_SOURCE -Ilib -I$(BUILD) $(PKG_CFLAGS) $(SAN_FLAGS) \
+	-DPLACED_VERSION=\"$(VERSION)\" \
+	-DPLACED_SYSCONFDIR=\"$(SYSCONFDIR)\" \
+	-DPLACED_DATADIR=\"$(DATADIR)\" \
+	-DPLACED_RUNSTATEDIR=\"$(RUNSTATEDIR)\" \
+	-MMD -MP
+override LDFLAGS += $(SAN_FLAGS)
+
+BPF_SRCS  := $(wildcard lib/*.bpf.c)
+BPF_OBJS  := $(patsubst lib/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS := $(patsubst lib/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+LIB_SRCS := $(filter-out %.bpf.c,$(wildcard lib/*.c))
+LIB_OBJS := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
+LIB      := $(BUILD)/libplaced.a
+
+PLACECTL_SRCS := daemon/placectl.c
+PLACED_SRCS   := $(filter-out $(PLACECTL_SRCS),$(wildcard daemon/*.c))
+PLACED_OBJS   := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACED_SRCS))
+PLACECTL_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACECTL_SRCS))
+
+TEST_SRCS := $(wildcard tests/test-*.c)
+TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+
+CLANG_FORMAT ?= clang-format
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon tests -name '*.[ch]')
+
+.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench
+
+all: $(BUILD)/placed $(BUILD)/placectl
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "Installing:" $$missing; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	else \
+		echo "All build, test and benchmark packages are installed."; \
+	fi
+
+$(BUILD)/bpf/%.bpf.o: lib/%.bpf.c $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	clang -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ilib -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	bpftool gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/lib/%.o: lib/%.c | $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/daemon/%.o: daemon/%.c | $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/placed: $(PLACED_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/placectl: $(PLACECTL_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: tests/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+run: all
+	daemon/run-dev.sh $(BUILD)
+
+check-unit: all $(TEST_BINS)
+
+check: all $(TEST_BINS)
+	@tests/run-tests.sh $(BUILD)
+
+check-sanitize:
+	$(MAKE) BUILD=build-san SANITIZE=1 check
+
+check-system: all
+	@tests/system/run-system-tests.sh $(BUILD)
+
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+
+format-check:
+	@$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_FILES) && echo "clang-format: clean"
+
+install: all
+	install -Dm755 $(BUILD)/placed $(DESTDIR)$(SBINDIR)/placed
+	install -Dm755 $(BUILD)/placectl $(DESTDIR)$(BINDIR)/placectl
+	install -d $(DESTDIR)$(DATADIR)/placed/profiles $(DESTDIR)$(SYSCONFDIR)/placed/placed.conf.d \
+		$(DESTDIR)$(SYSCONFDIR)/placed/profiles
+	install -m644 conf/profiles/*.conf $(DESTDIR)$(DATADIR)/placed/profiles/
+	test -e $(DESTDIR)$(SYSCONFDIR)/placed/placed.conf || \
+		install -m644 conf/placed.conf $(DESTDIR)$(SYSCONFDIR)/placed/placed.conf
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/placed.service > $(DESTDIR)$(UNITDIR)/placed.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/placed.service
+	if [ -f systemd/org.placed1.conf ]; then \
+		install -Dm644 systemd/org.placed1.conf $(DESTDIR)$(DBUS_POLICYDIR)/org.placed1.conf; fi
+	for m in daemon/*.[1-8] conf/*.[1-8]; do [ -f "$$m" ] || continue; \
+		s=$${m##*.}; install -Dm644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
+
+bench: all
+	tests/bench/run-bench.sh $(BUILD)
+
+clean:
+	rm -rf build build-san
+
+-include $(LIB_OBJS:.o=.d) $(PLACED_OBJS:.o=.d) $(PLACECTL_OBJS:.o=.d)

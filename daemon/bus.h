@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The D-Bus object org.placed1 /org/placed1, interface org.placed1.Manager.
+ * See bus.c for the API and the access rules.
+ */
+#pragma once
+
+#include "manager.h"
+
+#define PLACED_BUS_NAME "org.placed1"
+#define PLACED_BUS_PATH "/org/placed1"
+#define PLACED_BUS_INTERFACE "org.placed1.Manager"
+
+/*
+ * bus_open() - connect as spec says ("system", "session", "none" or an
+ * address), publish the object and request the name. Sets m->bus (NULL for
+ * "none") and m->bus_description.
+ * Return: 0 (also for "none"), or negative errno (logged).
+ */
+int bus_open(Manager *m, const char *spec);
+void bus_close(Manager *m);
+
+/* Emits PropertiesChanged for the NULL-terminated property names. No-op without a bus. */
+void bus_emit_properties_changed(Manager *m, const char *property, ...);
+
+/* Emits the PlacementChanged signal. No-op without a bus. */
+void bus_emit_placement_changed(Manager *m);

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The manager owns placed's state: configuration, active profile and holds,
+ * topology, mode, the groups of the last tick and the counters published on
+ * D-Bus. It runs the pipeline once a tick (manager_tick()) and is the only
+ * thing the D-Bus object (bus.c) and the loop (loop.c) talk to.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "config.h"
+#include "group.h"
+#include "topology.h"
+
+typedef struct Loop Loop;
+typedef struct Journal Journal;
+
+typedef struct ManagerOptions {
+        ConfigPaths paths;
+        const char *profile;     /* --profile: overrides the configured default; NULL = config */
+        bool dry_run;            /* --dry-run: advise mode from the start */
+        const char *bus;         /* "system", "session", "none" or an address */
+        const char *sysfs_root;  /* "/" */
+        const char *procfs_root; /* "/proc" */
+        unsigned interval_ms;    /* 0 = from config */
+        const char *journal_dir; /* NULL = from config */
+} ManagerOptions;
+
+/* A profile held by a D-Bus client until it releases it or leaves the bus. */
+typedef struct ProfileHold {
+        uint32_t cookie;
+        char profile[PROFILE_NAME_MAX];
+        char *reason; /* owned */
+        char *owner;  /* owned: the holder's unique bus name */
+} ProfileHold;
+
+typedef enum ManagerMode {
+        MANAGER_ENFORCE, /* changes are applied */
+        MANAGER_ADVISE,  /* everything is computed and published, nothing changed */
+} ManagerMode;
+
+typedef struct Manager {
+        ManagerOptions opts;
+        Config config;
+        char selected_profile[PROFILE_NAME_MAX]; /* chosen by --profile/config/SetProfile */
+        const Profile *profile;                  /* active: the newest hold's, else selected */
+        ManagerMode mode;
+        unsigned interval_ms;
+
+        Topology *topo;
+        Loop *loop;
+        sd_bus *bus; /* NULL when running without D-Bus */
+        char *bus_description; /* where the bus connection went, for logs and status */
+        Journal *journal;
+
+        ProfileHold *holds; /* owned */
+        unsigned n_holds;
+        uint32_t next_cookie;
+
+        Group *groups; /* owned: the groups of the last tick */
+        unsigned n_groups;
+        const char *wake_source; /* "none" until a sampler runs */
+
+        uint64_t start_usec;
+        uint64_t n_ticks;
+        uint64_t last_tick_usec;       /* CLOCK_MONOTONIC of the last tick */
+        uint64_t last_tick_cost_usec;  /* how long the last tick took */
+        uint64_t n_reloads;
+        uint64_t n_placement_changes;
+} Manager;
+
+int manager_new(const ManagerOptions *opts, Manager **ret);
+Manager *manager_free(Manager *m);
+
+/*
+ * manager_start() - load configuration and topology, open the journal, connect
+ * to the bus, arm the tick. Errors are logged here (at the boundary).
+ * Return: 0 or negative errno.
+ */
+int manager_start(Manager *m);
+
+/* Runs the event loop until manager_exit(). Return: 0 or negative errno. */
+int manager_run(Manager *m);
+void manager_exit(Manager *m);
+
+/* One pass of the pipeline: sample, model, decide, diff, apply, publish. */
+void manager_tick(Manager *m);
+
+/*
+ * manager_reload() - re-read configuration and profiles. On error the running
+ * configuration is kept and the error logged with file and line; err (if not
+ * NULL) receives the first error message.
+ * Return: 0 or negative errno.
+ */
+int manager_reload(Manager *m, char **err);
+
+/*
+ * manager_set_profile() - select a profile. Return: 1 if the active profile
+ * changed, 0 if it was already active (or a hold overrides it), -ENOENT for
+ * an unknown profile.
+ */
+int manager_set_profile(Manager *m, const char *name);
+
+/*
+ * manager_hold_profile() - hold profile for owner until released.
+ * Return: 0 and *ret_cookie; -ENOENT unknown profile; -E2BIG too many holds.
+ */
+int manager_hold_profile(Manager *m, const char *profile, const char *reason, const char *owner,
+                         uint32_t *ret_cookie);
+/* Return: 1 released, 0 no such hold (or not owner's when owner != NULL). */
+int manager_release_profile(Manager *m, uint32_t cookie, const char *owner);
+/* Drops every hold of owner (it left the bus). Return: number released. */
+int manager_release_owner(Manager *m, const char *owner);
+
+/*
+ * manager_restore() - undo every change placed made and switch to advise mode.
+ * Return: 0, or negative errno if some value could not be restored.
+ */
+int manager_restore(Manager *m);
+
+/* "enforce" or "advise" */
+const char *manager_mode_to_string(ManagerMode mode);
+
+/* The group holding tid, or NULL. */
+const Group *manager_find_group(const Manager *m, pid_t tid);
+
+/*
+ * manager_explain() - a sentence or two on why tid is where it is.
+ * Return: 0 and *ret (malloc'd), -ESRCH when placed does not know tid.
+ */
+int manager_explain(Manager *m, pid_t tid, char **ret);

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: the daemon settings (placed.conf and its drop-ins) and the
+ * placement profiles (one INI file per profile), parsed table-driven over
+ * inih.
+ *
+ * Precedence: built-in defaults, then the main file, then drop-ins in lexical
+ * order. A profile named NAME is read from profiles_dir_etc/NAME.conf if that
+ * exists, else profiles_dir_usr/NAME.conf.
+ *
+ * Errors are reported through a ConfigDiag callback as "FILE:LINE: message"
+ * and fail the load (negative errno); unknown keys are warnings. A failed
+ * load never touches the caller's Config: the running configuration stays.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PROFILE_NAME_MAX 64
+#define CONFIG_MAX_EXCLUDES 64
+#define CONFIG_MAX_PROFILES 32
+
+/* Where a pair goes (see the profile table in DESIGN.md). */
+typedef enum PairPlacement {
+        PAIR_PLACEMENT_NONE,      /* leave to the kernel */
+        PAIR_PLACEMENT_SAME_CPU,  /* both tasks on one CPU */
+        PAIR_PLACEMENT_SAME_CORE, /* one core (SMT siblings), or one CPU */
+} PairPlacement;
+
+/* How fanout and mesh groups are laid over LLCs. */
+typedef enum SpreadPlacement {
+        SPREAD_PLACEMENT_NONE,   /* leave to the kernel */
+        SPREAD_PLACEMENT_PACK,   /* fewest LLCs that hold the utilisation with headroom */
+        SPREAD_PLACEMENT_HOME,   /* one stable home per group, homes spread out */
+        SPREAD_PLACEMENT_SPREAD, /* as many LLCs as have idle CPUs */
+} SpreadPlacement;
+
+/* When idle-state constraints are set. */
+typedef enum IdleConstraint {
+        IDLE_CONSTRAINT_NEVER,
+        IDLE_CONSTRAINT_ON_DELAY,         /* only when a group's run-queue delay passes its budget */
+        IDLE_CONSTRAINT_LATENCY_CRITICAL, /* on CPUs running latency-critical groups */
+} IdleConstraint;
+
+typedef struct Profile {
+        char name[PROFILE_NAME_MAX];
+        char description[256];
+
+        /* [pair] */
+        PairPlacement pair_placement;
+        unsigned pair_max_util_pct; /* pack only if the pair needs at most this much of one CPU */
+
+        /* [fanout] */
+        SpreadPlacement fanout_placement;
+        unsigned fanout_min_workers; /* spread only when workers outnumber this many CPUs of an LLC (0 = LLC size) */
+
+        /* [mesh] */
+        SpreadPlacement mesh_placement;
+
+        /* [capacity] */
+        unsigned llc_headroom_pct; /* keep this share of a packed LLC free */
+
+        /* [system] */
+        bool consolidate;                   /* confine slices to a housekeeping set at low load */
+        unsigned consolidate_below_load_pct; /* machine busy share under which to consolidate */
+        unsigned housekeeping_min_cpus;
+
+        /* [idle] */
+        IdleConstraint idle_constraint;
+        unsigned idle_max_exit_latency_us;
+
+        /* [feedback] */
+        unsigned runq_delay_budget_us; /* per-tick mean run-queue delay that widens a packed group */
+
+        /* [hysteresis] */
+        unsigned dwell_ms;     /* minimum time a decision stands */
+        unsigned min_gain_pct; /* change only when the estimated gain passes this */
+} Profile;
+
+typedef enum WakeSourceKind {
+        WAKE_SOURCE_AUTO,
+        WAKE_SOURCE_BPF,
+        WAKE_SOURCE_PERF,
+        WAKE_SOURCE_REPLAY,
+        WAKE_SOURCE_NONE,
+} WakeSourceKind;
+
+typedef struct Config {
+        /* [daemon] */
+        char profile[PROFILE_NAME_MAX]; /* default profile */
+        unsigned interval_ms;           /* tick */
+        bool dry_run;
+        char journal_dir[256];
+        WakeSourceKind wake_source;
+        unsigned sample_period; /* perf fallback: one sample per N wakeups */
+
+        /* [exclude] */
+        char *exclude_comm[CONFIG_MAX_EXCLUDES]; /* fnmatch() globs on comm; owned */
+        unsigned n_exclude_comm;
+        char *exclude_cgroup[CONFIG_MAX_EXCLUDES]; /* cgroup path prefixes; owned */
+        unsigned n_exclude_cgroup;
+
+        /* Profiles found in the profile directories, sorted by name. */
+        Profile profiles[CONFIG_MAX_PROFILES];
+        unsigned n_profiles;
+} Config;
+
+/* Where configuration lives; every path can be overridden for tests. */
+typedef struct ConfigPaths {
+        const char *main_file;         /* /etc/placed/placed.conf */
+        const char *dropin_dir;        /* /etc/placed/placed.conf.d */
+        const char *profiles_dir_usr;  /* /usr/share/placed/profiles */
+        const char *profiles_dir_etc;  /* /etc/placed/profiles */
+} ConfigPaths;
+
+typedef enum ConfigDiagLevel {
+        CONFIG_DIAG_ERROR,
+        CONFIG_DIAG_WARNING,
+} ConfigDiagLevel;
+
+/* Receives "FILE:LINE: message" (or "FILE: message" without a line). */
+typedef void (*ConfigDiag)(void *userdata, ConfigDiagLevel level, const char *message);
+
+/* The built-in default paths (PREFIX-dependent ones from the build). */
+void config_paths_default(ConfigPaths *ret);
+
+/* Built-in defaults; no files read. */
+void config_defaults(Config *ret);
+
+/* Built-in defaults of the profile NAME ("balanced" etc.); -ENOENT for others. */
+int profile_defaults(const char *name, Profile *ret);
+
+/*
+ * config_load() - defaults, main file, drop-ins, then every profile in the
+ * profile directories. A missing main file or drop-in dir means defaults.
+ * The configured default profile must exist.
+ *
+ * Return: 0 and *ret filled (free with config_done()); -EINVAL on a syntax
+ * error or invalid value (reported through diag), -ENOENT when the default
+ * profile is not found, other negative errno on I/O errors. *ret untouched
+ * on failure.
+ */
+int config_load(const ConfigPaths *paths, ConfigDiag diag, void *userdata, Config *ret);
+
+/* Frees what a Config owns and resets it to defaults. */
+void config_done(Config *c);
+
+/* Return: the profile named name, or NULL. */
+const Profile *config_find_profile(const Config *c, const char *name);
+
+/* Names as they appear in the files. */
+const char *pair_placement_to_string(PairPlacement p);
+const char *spread_placement_to_string(SpreadPlacement p);
+const char *idle_constraint_to_string(IdleConstraint c);
+const char *wake_source_kind_to_string(WakeSourceKind k);

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Task groups: the unit placed decides for. The wake-graph model
+ * (wake-graph.h) produces them; the policy (policy.h) places them; the
+ * manager publishes them (D-Bus ListGroups, placectl groups).
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cpuset.h"
+
+typedef enum GroupClass {
+        GROUP_SOLO,   /* no strong relation: left to the kernel */
+        GROUP_PAIR,   /* two tasks that mostly wake each other */
+        GROUP_FANOUT, /* one master waking many workers */
+        GROUP_MESH,   /* many tasks waking many */
+        _GROUP_CLASS_MAX,
+} GroupClass;
+
+/* Identity of a task: a reused TID is never mistaken for one we know. */
+typedef struct TaskId {
+        pid_t tid;
+        uint64_t start_time; /* field 22 of /proc/TID/stat, clock ticks since boot */
+} TaskId;
+
+typedef struct Group {
+        uint64_t id;    /* stable across ticks while the group lives */
+        GroupClass class;
+        TaskId *tasks;  /* owned; tasks[0] is the master of a fanout */
+        unsigned n_tasks;
+        double util;            /* CPUs' worth of run time over the last tick */
+        uint64_t runq_delay_us; /* mean run-queue delay per task over the last tick */
+        double wake_rate;       /* wakeups per second inside the group */
+        CpuSet cpus;            /* CPUs its tasks are allowed on now */
+        CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */
+} Group;
+
+const char *group_class_to_string(GroupClass c);
+int group_class_from_string(const char *s); /* Return: GroupClass or -EINVAL */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small ownership and arithmetic helpers shared by every module.
+ *
+ * _cleanup_(f) runs f(&var) when var leaves scope; TAKE_PTR() hands a pointer
+ * on and leaves NULL behind so the cleanup does nothing. Free functions are
+ * NULL-safe and return NULL so "x = x_free(x);" reads naturally.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define _cleanup_(f)   __attribute__((cleanup(f)))
+#define _unused_       __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+#define ELEMENTSOF(x)      (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b)          ((a) < (b) ? (a) : (b))
+#define MAX(a, b)          ((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d) (((n) + (d)-1) / (d))
+
+#define USEC_PER_SEC  1000000ULL
+#define USEC_PER_MSEC 1000ULL
+#define NSEC_PER_USEC 1000ULL
+#define NSEC_PER_SEC  1000000000ULL
+
+static inline void freep(void *p) {
+        free(*(void **)p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+#define TAKE_PTR(p)                        \
+        ({                                 \
+                __typeof__(p) _took = (p); \
+                (p) = NULL;                \
+                _took;                     \
+        })
+
+#define TAKE_FD(fd)               \
+        ({                        \
+                int _took = (fd); \
+                (fd) = -1;        \
+                _took;            \
+        })
+
+/* Declares a cleanup helper "xp(X **)" for a type whose free function is "x_free(X *)". */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        func(*p);               \
+        }
+
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}

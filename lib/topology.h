@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CPU topology placed reasons about: online CPUs, SMT cores, clusters,
+ * last-level-cache (LLC) domains, packages, NUMA nodes and CPU capacity,
+ * read from a sysfs root so tests run on fixture trees of machines we do not
+ * have.
+ *
+ * Domains are numbered densely (0..n-1) in order of their lowest CPU, so the
+ * same machine always yields the same ids. Only online CPUs belong to a
+ * domain; a domain with no online CPU is not listed.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cpuset.h"
+
+typedef struct TopoCpu {
+        int cpu;           /* CPU number */
+        bool online;
+        int core;          /* dense index into Topology.cores, -1 when offline */
+        int cluster;       /* dense index into Topology.clusters, -1 when offline */
+        int llc;           /* dense index into Topology.llcs, -1 when offline */
+        int package;       /* dense index into Topology.packages, -1 when offline */
+        int node;          /* dense index into Topology.nodes, -1 when offline */
+        unsigned capacity; /* cpu_capacity (1024 = the biggest CPU) */
+} TopoCpu;
+
+typedef struct TopoDomain {
+        int id;      /* dense index */
+        int hw_id;   /* the kernel's id (core_id, physical_package_id, node N, cache id), -1 if none */
+        CpuSet cpus; /* online CPUs in this domain */
+} TopoDomain;
+
+typedef struct Topology {
+        CpuSet possible;
+        CpuSet online;
+        CpuSet offline; /* possible but not online */
+
+        unsigned n_cpus; /* entries in cpus[]: highest possible CPU + 1 */
+        TopoCpu *cpus;   /* indexed by CPU number */
+
+        TopoDomain *cores;
+        unsigned n_cores;
+        TopoDomain *clusters;
+        unsigned n_clusters;
+        TopoDomain *llcs;
+        unsigned n_llcs;
+        TopoDomain *packages;
+        unsigned n_packages;
+        TopoDomain *nodes;
+        unsigned n_nodes;
+
+        /* Cache level the LLCs were taken from; 0 when caches were not
+         * described and LLC = package was assumed. */
+        unsigned llc_level;
+        bool asymmetric; /* CPUs differ in capacity (big.LITTLE, hybrid) */
+} Topology;
+
+/*
+ * topo_load() - read the topology under sysfs_root ("/" for the live system).
+ *
+ * Return: 0 and *ret set; -ENOENT when sysfs_root has no CPUs; other negative
+ * errno on read failures. *ret untouched on failure.
+ */
+int topo_load(const char *sysfs_root, Topology **ret);
+
+/*
+ * topo_new_uniform() - a synthetic symmetric machine, for benchmarks and tests:
+ * packages x llcs_per_package x cores_per_llc x threads_per_core CPUs, all
+ * online, one NUMA node per package, clusters = cores.
+ *
+ * Return: 0, -EINVAL for zero sizes or more than CPUSET_MAX_CPUS CPUs, -ENOMEM.
+ */
+int topo_new_uniform(unsigned packages, unsigned llcs_per_package, unsigned cores_per_llc,
+                     unsigned threads_per_core, Topology **ret);
+
+Topology *topo_free(Topology *t);
+
+/*
+ * topo_to_json() - the topology as a JSON object string (keys "online",
+ * "offline", "llcs" [{id, cpus, level}], "cores", "clusters", "packages",
+ * "nodes", "asymmetric", "cpus" [{cpu, core, cluster, llc, package, node,
+ * capacity}]). Caller frees *ret.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int topo_to_json(const Topology *t, char **ret);
+
+static inline void topo_freep(Topology **t) {
+        topo_free(*t);
+}
