@@ -34,7 +34,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcpupower -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 SANITIZE ?=
-SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address -fsanitize=undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \

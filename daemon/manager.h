@@ -55,6 +55,8 @@ typedef struct Manager {
         sd_bus *bus; /* NULL when running without D-Bus */
         char *bus_description; /* where the bus connection went, for logs and status */
         Journal *journal;
+        const char *journal_dir; /* opts.journal_dir or the configuration's */
+        int journal_lock_fd;     /* held while running: "placed --restore" waits its turn */
 
         ProfileHold *holds; /* owned */
         unsigned n_holds;

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Logging for the daemon and placectl: stderr, with sd-daemon priority
+ * prefixes ("<3>") when stderr is not a terminal, so the journal keeps levels.
+ * lib/ does not log; daemon/ logs once, at the boundary, with quoted names
+ * and the errno text.
+ */
+#pragma once
+
+#include <syslog.h>
+
+#include "macro.h"
+
+void log_set_max_level(int level);
+int log_get_max_level(void);
+
+/* Logs at level; returns -abs(error) so callers can "return log_errno(...)". */
+int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
+
+#define log_full_errno(level, error, ...) log_internal(level, error, __VA_ARGS__)
+#define log_error_errno(error, ...) log_internal(LOG_ERR, error, __VA_ARGS__)
+#define log_warning_errno(error, ...) log_internal(LOG_WARNING, error, __VA_ARGS__)
+#define log_error(...) (void)log_internal(LOG_ERR, 0, __VA_ARGS__)
+#define log_warning(...) (void)log_internal(LOG_WARNING, 0, __VA_ARGS__)
+#define log_notice(...) (void)log_internal(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_info(...) (void)log_internal(LOG_INFO, 0, __VA_ARGS__)
+#define log_debug(...) (void)log_internal(LOG_DEBUG, 0, __VA_ARGS__)

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * placed: argv and nothing else. The manager (manager.c) owns the daemon;
+ * --restore and --dump-topology are one-shot modes that exit.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "restore.h"
+#include "topology.h"
+
+typedef enum Action {
+        ACTION_NONE,
+        ACTION_RUN,
+        ACTION_RESTORE,
+        ACTION_DUMP_TOPOLOGY,
+} Action;
+
+typedef struct Args {
+        Action action;
+        ManagerOptions opts;
+        char *dropin_dir; /* owned: derived from --config */
+} Args;
+
+static void help(void) {
+        printf("Usage: placed --foreground [OPTIONS]\n"
+               "       placed --restore [--journal-dir DIR]\n"
+               "       placed --dump-topology [--sysfs-root DIR]\n"
+               "\n"
+               "Power-aware task placement: watches who wakes whom and how deeply CPUs sleep,\n"
+               "and packs or spreads groups of tasks according to a profile.\n"
+               "\n"
+               "  -f --foreground        Run the daemon (it never forks; systemd runs it so)\n"
+               "     --restore           Undo every change recorded in the journal, then exit\n"
+               "     --dump-topology     Print the CPU topology as JSON, then exit\n"
+               "  -c --config FILE       Main configuration file (drop-ins from FILE.d/)\n"
+               "                         [" PLACED_SYSCONFDIR "/placed/placed.conf]\n"
+               "  -p --profile NAME      Profile to start with [from the configuration: balanced]\n"
+               "     --profiles-dir DIR  Read profiles only from DIR\n"
+               "  -n --dry-run           Advise mode: compute and publish, change nothing\n"
+               "     --bus BUS           system, session, none or a D-Bus address [system]\n"
+               "     --sysfs-root DIR    Read sysfs under DIR [/]\n"
+               "     --procfs-root DIR   Read procfs at DIR [/proc]\n"
+               "     --interval-ms N     Tick length in milliseconds [from the configuration: 1000]\n"
+               "     --journal-dir DIR   Undo journal directory [" PLACED_RUNSTATEDIR "/placed]\n"
+               "     --log-level LEVEL   err, warning, notice, info or debug [info]\n"
+               "  -h --help              Show this help\n"
+               "     --version           Show the version\n"
+               "\n"
+               "See placed(8), placed.conf(5) and placectl(1).\n");
+}
+
+static int parse_log_level(const char *s) {
+        static const char *const names[] = { [LOG_ERR] = "err",       [LOG_WARNING] = "warning",
+                                             [LOG_NOTICE] = "notice", [LOG_INFO] = "info",
+                                             [LOG_DEBUG] = "debug" };
+        for (int i = 0; i < (int)ELEMENTSOF(names); i++)
+                if (names[i] && strcmp(names[i], s) == 0)
+                        return i;
+        return -EINVAL;
+}
+
+static int parse_interval(const char *s, unsigned *ret) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || v < 10 || v > 3600000)
+                return -EINVAL;
+        *ret = (unsigned)v;
+        return 0;
+}
+
+enum {
+        ARG_RESTORE = 0x100,
+        ARG_DUMP_TOPOLOGY,
+        ARG_PROFILES_DIR,
+        ARG_BUS,
+        ARG_SYSFS_ROOT,
+        ARG_PROCFS_ROOT,
+        ARG_INTERVAL_MS,
+        ARG_JOURNAL_DIR,
+        ARG_LOG_LEVEL,
+        ARG_VERSION,
+};
+
+static const struct option options[] = {
+        { "foreground", no_argument, NULL, 'f' },
+        { "restore", no_argument, NULL, ARG_RESTORE },
+        { "dump-topology", no_argument, NULL, ARG_DUMP_TOPOLOGY },
+        { "config", required_argument, NULL, 'c' },
+        { "profile", required_argument, NULL, 'p' },
+        { "profiles-dir", required_argument, NULL, ARG_PROFILES_DIR },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "bus", required_argument, NULL, ARG_BUS },
+        { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+        { "procfs-root", required_argument, NULL, ARG_PROCFS_ROOT },
+        { "interval-ms", required_argument, NULL, ARG_INTERVAL_MS },
+        { "journal-dir", required_argument, NULL, ARG_JOURNAL_DIR },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        {},
+};
+
+static int set_action(Args *a, Action action) {
+        if (a->action != ACTION_NONE && a->action != action) {
+                fprintf(stderr, "placed: --foreground, --restore and --dump-topology exclude each other.\n");
+                return -EINVAL;
+        }
+        a->action = action;
+        return 0;
+}
+
+/* Return: 1 to go on, 0 to exit successfully (help, version), negative errno on bad usage. */
+static int parse_argv(int argc, char *argv[], Args *a) {
+        int c, r;
+
+        config_paths_default(&a->opts.paths);
+        while ((c = getopt_long(argc, argv, "fc:p:nh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'f':
+                        r = set_action(a, ACTION_RUN);
+                        break;
+                case ARG_RESTORE:
+                        r = set_action(a, ACTION_RESTORE);
+                        break;
+                case ARG_DUMP_TOPOLOGY:
+                        r = set_action(a, ACTION_DUMP_TOPOLOGY);
+                        break;
+                case 'c':
+                        a->opts.paths.main_file = optarg;
+                        free(a->dropin_dir);
+                        if (asprintf(&a->dropin_dir, "%s.d", optarg) < 0)
+                                return -ENOMEM;
+                        a->opts.paths.dropin_dir = a->dropin_dir;
+                        r = 0;
+                        break;
+                case 'p':
+                        a->opts.profile = optarg;
+                        r = 0;
+                        break;
+                case ARG_PROFILES_DIR:
+                        a->opts.paths.profiles_dir_usr = optarg;
+                        a->opts.paths.profiles_dir_etc = NULL;
+                        r = 0;
+                        break;
+                case 'n':
+                        a->opts.dry_run = true;
+                        r = 0;
+                        break;
+                case ARG_BUS:
+                        a->opts.bus = optarg;
+                        r = 0;
+                        break;
+                case ARG_SYSFS_ROOT:
+                        a->opts.sysfs_root = optarg;
+                        r = 0;
+                        break;
+                case ARG_PROCFS_ROOT:
+                        a->opts.procfs_root = optarg;
+                        r = 0;
+                        break;
+                case ARG_INTERVAL_MS:
+                        r = parse_interval(optarg, &a->opts.interval_ms);
+                        if (r < 0)
+                                fprintf(stderr, "placed: invalid --interval-ms \"%s\": expected 10..3600000.\n", optarg);
+                        break;
+                case ARG_JOURNAL_DIR:
+                        a->opts.journal_dir = optarg;
+                        r = 0;
+                        break;
+                case ARG_LOG_LEVEL:
+                        r = parse_log_level(optarg);
+                        if (r < 0)
+                                fprintf(stderr, "placed: invalid --log-level \"%s\": expected err, warning, notice, info or debug.\n", optarg);
+                        else
+                                log_set_max_level(r);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("placed %s\n", PLACED_VERSION);
+                        return 0;
+                default: /* getopt already said what was wrong */
+                        r = -EINVAL;
+                        break;
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "placed: unexpected argument \"%s\".\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (a->action == ACTION_NONE) {
+                fprintf(stderr, "placed: nothing to do; run the daemon with --foreground (see --help).\n");
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static int dump_topology(const char *sysfs_root) {
+        _cleanup_(topo_freep) Topology *t = NULL;
+        _cleanup_free_ char *json = NULL;
+        int r = topo_load(sysfs_root ? sysfs_root : "/", &t);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
+                                       sysfs_root ? sysfs_root : "/");
+        r = topo_to_json(t, &json);
+        if (r < 0)
+                return log_error_errno(r, "Failed to format the topology: %m");
+        printf("%s\n", json);
+        return 0;
+}
+
+/* The journal directory for --restore: the option, else the configuration's. */
+static int restore(const Args *a) {
+        if (a->opts.journal_dir)
+                return restore_run(a->opts.journal_dir, a->opts.procfs_root ? a->opts.procfs_root : "/proc",
+                                   a->opts.sysfs_root ? a->opts.sysfs_root : "/");
+
+        Config c;
+        int r = config_load(&a->opts.paths, NULL, NULL, &c);
+        if (r < 0) /* a broken configuration must not stop a restore */
+                config_defaults(&c);
+        r = restore_run(c.journal_dir, a->opts.procfs_root ? a->opts.procfs_root : "/proc",
+                        a->opts.sysfs_root ? a->opts.sysfs_root : "/");
+        config_done(&c);
+        return r;
+}
+
+static int run(const Args *a) {
+        Manager *m = NULL;
+        int r = manager_new(&a->opts, &m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the manager: %m");
+        r = manager_start(m);
+        if (r >= 0)
+                r = manager_run(m);
+        manager_free(m);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        Args a = { .action = ACTION_NONE };
+        int r = parse_argv(argc, argv, &a);
+        if (r <= 0) {
+                free(a.dropin_dir);
+                return r < 0 ? 2 : 0;
+        }
+
+        switch (a.action) {
+        case ACTION_RESTORE:
+                r = restore(&a);
+                break;
+        case ACTION_DUMP_TOPOLOGY:
+                r = dump_topology(a.opts.sysfs_root);
+                break;
+        default:
+                r = run(&a);
+                break;
+        }
+        free(a.dropin_dir);
+        return r < 0 ? 1 : 0;
+}

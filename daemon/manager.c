@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The manager: placed's state and its life cycle.
+ *
+ * manager_start() loads configuration and topology, restores what a crashed
+ * predecessor left in the undo journal, connects to the bus and arms the
+ * tick; manager_tick() runs the pipeline; a clean stop undoes every change.
+ * Reloads, profile changes and holds all funnel through
+ * manager_update_profile(), so the active profile has one definition: the
+ * newest hold's profile, else the selected one.
+ */
+#include "manager.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "bus.h"
+#include "journal.h"
+#include "log.h"
+#include "loop.h"
+#include "restore.h"
+
+#define MANAGER_MAX_HOLDS 64
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+const char *manager_mode_to_string(ManagerMode mode) {
+        return mode == MANAGER_ADVISE ? "advise" : "enforce";
+}
+
+int manager_new(const ManagerOptions *opts, Manager **ret) {
+        Manager *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->opts = *opts;
+        if (!m->opts.sysfs_root)
+                m->opts.sysfs_root = "/";
+        if (!m->opts.procfs_root)
+                m->opts.procfs_root = "/proc";
+        if (!m->opts.bus)
+                m->opts.bus = "system";
+        config_defaults(&m->config);
+        m->wake_source = "none";
+        m->next_cookie = 1;
+        m->journal_lock_fd = -1;
+        *ret = m;
+        return 0;
+}
+
+static void groups_free(Group *groups, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                free(groups[i].tasks);
+        free(groups);
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        bus_close(m);
+        m->loop = loop_free(m->loop);
+        m->journal = journal_free(m->journal);
+        closep(&m->journal_lock_fd);
+        for (unsigned i = 0; i < m->n_holds; i++) {
+                free(m->holds[i].reason);
+                free(m->holds[i].owner);
+        }
+        free(m->holds);
+        groups_free(m->groups, m->n_groups);
+        topo_free(m->topo);
+        config_done(&m->config);
+        free(m->bus_description);
+        free(m);
+        return NULL;
+}
+
+static void config_diag_log(void *userdata, ConfigDiagLevel level, const char *message) {
+        char **first_error = userdata;
+        if (level == CONFIG_DIAG_ERROR) {
+                log_error("%s", message);
+                if (first_error && !*first_error)
+                        *first_error = strdup(message);
+        } else
+                log_warning("%s", message);
+}
+
+static void manager_notify_status(Manager *m) {
+        sd_notifyf(0, "STATUS=Profile %s (%s), %u groups, tick %" PRIu64 " us", m->profile->name,
+                   manager_mode_to_string(m->mode), m->n_groups, m->last_tick_cost_usec);
+}
+
+/* Resolves the active profile from holds and selection. Return: 1 if it changed. */
+static int manager_update_profile(Manager *m) {
+        const char *name = m->n_holds > 0 ? m->holds[m->n_holds - 1].profile : m->selected_profile;
+        const Profile *p = config_find_profile(&m->config, name);
+        if (!p) /* only possible after a reload removed a held profile: fall back */
+                p = config_find_profile(&m->config, m->config.profile);
+        if (!p)
+                return -ENOENT;
+
+        bool changed = !m->profile || strcmp(m->profile->name, p->name) != 0;
+        m->profile = p;
+        if (changed) {
+                log_info("Active profile: %s", p->name);
+                bus_emit_properties_changed(m, "ActiveProfile", NULL);
+        }
+        return changed;
+}
+
+static int manager_load_config(Manager *m, Config *ret, char **err) {
+        return config_load(&m->opts.paths, config_diag_log, err, ret);
+}
+
+static void manager_on_tick(void *userdata) {
+        manager_tick(userdata);
+}
+
+static void manager_on_stop(void *userdata) {
+        Manager *m = userdata;
+        log_info("Stopping.");
+        manager_exit(m);
+}
+
+static void manager_on_reload(void *userdata) {
+        (void)manager_reload(userdata, NULL);
+}
+
+/* Puts back what an earlier, crashed instance changed and never restored. */
+static int manager_restore_leftovers(Manager *m) {
+        JournalRestoreStats stats = { 0 };
+        if (journal_size(m->journal) == 0)
+                return 0;
+        log_notice("Undo journal in \"%s\" holds %u changes from an earlier run; restoring them.",
+                   m->journal_dir, journal_size(m->journal));
+        int r = restore_journal(m->journal, m->opts.procfs_root, m->opts.sysfs_root, &stats);
+        log_info("Restored %u, left %u changed by others, %u gone, %u failed.", stats.restored,
+                 stats.skipped, stats.gone, stats.failed);
+        return r;
+}
+
+static int manager_open_journal(Manager *m) {
+        const char *dir = m->opts.journal_dir ? m->opts.journal_dir : m->config.journal_dir;
+        m->journal_dir = dir;
+
+        int r = journal_lock(dir, &m->journal_lock_fd);
+        if (r == -EWOULDBLOCK)
+                return log_error_errno(r, "Another placed holds the undo journal in \"%s\".", dir);
+        if (r < 0)
+                return log_error_errno(r, "Failed to lock the undo journal in \"%s\": %m", dir);
+
+        r = journal_open(dir, &m->journal);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open the undo journal in \"%s\": %m", dir);
+        return manager_restore_leftovers(m);
+}
+
+static int manager_setup_loop(Manager *m) {
+        int r = loop_new(&m->loop);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the event loop: %m");
+
+        r = loop_add_timer(m->loop, (uint64_t)m->interval_ms * USEC_PER_MSEC, manager_on_tick, m);
+        if (r >= 0)
+                r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
+        if (r >= 0)
+                r = loop_add_signal(m->loop, SIGINT, manager_on_stop, m);
+        if (r >= 0)
+                r = loop_add_signal(m->loop, SIGHUP, manager_on_reload, m);
+        if (r >= 0)
+                r = loop_enable_watchdog(m->loop);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the event loop: %m");
+        return 0;
+}
+
+int manager_start(Manager *m) {
+        int r;
+
+        m->start_usec = now_usec(CLOCK_MONOTONIC);
+
+        r = manager_load_config(m, &m->config, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m");
+
+        const char *name = m->opts.profile ? m->opts.profile : m->config.profile;
+        if (!config_find_profile(&m->config, name))
+                return log_error_errno(ENOENT, "Unknown profile \"%s\".", name);
+        snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        (void)manager_update_profile(m);
+
+        m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
+        m->interval_ms = m->opts.interval_ms ? m->opts.interval_ms : m->config.interval_ms;
+
+        r = topo_load(m->opts.sysfs_root, &m->topo);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
+                                       m->opts.sysfs_root);
+        log_info("Topology: %u CPUs online in %u cores, %u LLCs, %u packages, %u NUMA nodes.",
+                 cpuset_count(&m->topo->online), m->topo->n_cores, m->topo->n_llcs,
+                 m->topo->n_packages, m->topo->n_nodes);
+
+        r = manager_open_journal(m);
+        if (r < 0)
+                return r;
+
+        r = manager_setup_loop(m);
+        if (r < 0)
+                return r;
+
+        r = bus_open(m, m->opts.bus);
+        if (r < 0)
+                return r;
+        if (m->bus)
+                loop_attach_bus(m->loop, m->bus);
+
+        log_info("placed %s started: profile %s, %s mode, tick %u ms, %s.", PLACED_VERSION,
+                 m->profile->name, manager_mode_to_string(m->mode), m->interval_ms,
+                 m->bus_description ? m->bus_description : "no D-Bus");
+        sd_notify(0, "READY=1");
+        manager_notify_status(m);
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r = loop_run(m->loop);
+        sd_notify(0, "STOPPING=1");
+        if (m->mode == MANAGER_ENFORCE)
+                (void)manager_restore(m);
+        return r;
+}
+
+void manager_exit(Manager *m) {
+        loop_exit(m->loop);
+}
+
+void manager_tick(Manager *m) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+
+        /* The pipeline: sample -> model -> decide -> diff -> apply -> publish.
+         * Sampling, modelling and placement arrive with their own modules;
+         * what is here already is the publish step. */
+
+        m->n_ticks++;
+        m->last_tick_usec = start;
+        m->last_tick_cost_usec = now_usec(CLOCK_MONOTONIC) - start;
+        manager_notify_status(m);
+}
+
+int manager_reload(Manager *m, char **err) {
+        char *first_error = NULL;
+        Config fresh;
+
+        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
+        log_info("Reloading configuration.");
+
+        int r = manager_load_config(m, &fresh, &first_error);
+        if (r < 0) {
+                log_error_errno(r, "Reload failed, keeping the running configuration: %m");
+                sd_notify(0, "READY=1");
+                manager_notify_status(m);
+                if (err)
+                        *err = first_error;
+                else
+                        free(first_error);
+                return r;
+        }
+
+        /* m->profile points into the old config: resolve it again after the swap. */
+        m->profile = NULL;
+        config_done(&m->config);
+        m->config = fresh;
+        if (!config_find_profile(&m->config, m->selected_profile)) {
+                log_warning("Profile \"%s\" is gone after the reload; using \"%s\".",
+                            m->selected_profile, m->config.profile);
+                snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
+        }
+        (void)manager_update_profile(m);
+
+        if (!m->opts.interval_ms && m->interval_ms != m->config.interval_ms) {
+                m->interval_ms = m->config.interval_ms;
+                loop_set_tick_interval(m->loop, (uint64_t)m->interval_ms * USEC_PER_MSEC);
+        }
+
+        m->n_reloads++;
+        bus_emit_properties_changed(m, "ActiveProfile", "Profiles", "Reloads", NULL);
+        sd_notify(0, "READY=1");
+        manager_notify_status(m);
+        return 0;
+}
+
+int manager_set_profile(Manager *m, const char *name) {
+        if (!config_find_profile(&m->config, name))
+                return -ENOENT;
+        snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        return manager_update_profile(m);
+}
+
+int manager_hold_profile(Manager *m, const char *profile, const char *reason, const char *owner,
+                         uint32_t *ret_cookie) {
+        if (!config_find_profile(&m->config, profile))
+                return -ENOENT;
+        if (m->n_holds >= MANAGER_MAX_HOLDS)
+                return -E2BIG;
+
+        ProfileHold *holds = realloc(m->holds, (m->n_holds + 1) * sizeof(*holds));
+        if (!holds)
+                return -ENOMEM;
+        m->holds = holds;
+
+        ProfileHold *h = &m->holds[m->n_holds];
+        *h = (ProfileHold){ .cookie = m->next_cookie };
+        snprintf(h->profile, sizeof(h->profile), "%s", profile);
+        h->reason = strdup(reason ? reason : "");
+        h->owner = strdup(owner ? owner : "");
+        if (!h->reason || !h->owner) {
+                free(h->reason);
+                free(h->owner);
+                return -ENOMEM;
+        }
+        m->n_holds++;
+        m->next_cookie++;
+
+        log_info("Profile %s held by %s (cookie %u): %s", profile, h->owner, h->cookie, h->reason);
+        (void)manager_update_profile(m);
+        bus_emit_properties_changed(m, "Holds", NULL);
+        *ret_cookie = h->cookie;
+        return 0;
+}
+
+static void manager_drop_hold(Manager *m, unsigned i) {
+        log_info("Profile hold %u (%s) released.", m->holds[i].cookie, m->holds[i].profile);
+        free(m->holds[i].reason);
+        free(m->holds[i].owner);
+        memmove(&m->holds[i], &m->holds[i + 1], (m->n_holds - i - 1) * sizeof(*m->holds));
+        m->n_holds--;
+}
+
+int manager_release_profile(Manager *m, uint32_t cookie, const char *owner) {
+        for (unsigned i = 0; i < m->n_holds; i++) {
+                if (m->holds[i].cookie != cookie)
+                        continue;
+                if (owner && strcmp(m->holds[i].owner, owner) != 0)
+                        return 0;
+                manager_drop_hold(m, i);
+                (void)manager_update_profile(m);
+                bus_emit_properties_changed(m, "Holds", NULL);
+                return 1;
+        }
+        return 0;
+}
+
+int manager_release_owner(Manager *m, const char *owner) {
+        int n = 0;
+        for (unsigned i = m->n_holds; i-- > 0;)
+                if (strcmp(m->holds[i].owner, owner) == 0) {
+                        manager_drop_hold(m, i);
+                        n++;
+                }
+        if (n > 0) {
+                (void)manager_update_profile(m);
+                bus_emit_properties_changed(m, "Holds", NULL);
+        }
+        return n;
+}
+
+int manager_restore(Manager *m) {
+        JournalRestoreStats stats = { 0 };
+        int r = restore_journal(m->journal, m->opts.procfs_root, m->opts.sysfs_root, &stats);
+        if (r < 0)
+                log_warning_errno(r, "Restore incomplete: %u values could not be written back.",
+                                  stats.failed);
+        else if (stats.restored + stats.skipped + stats.gone > 0)
+                log_info("Restored %u values (%u changed by others since, left alone; %u gone).",
+                         stats.restored, stats.skipped, stats.gone);
+
+        if (m->mode != MANAGER_ADVISE) {
+                m->mode = MANAGER_ADVISE;
+                log_notice("Switched to advise mode: changes are computed and published, not applied.");
+                bus_emit_properties_changed(m, "Mode", NULL);
+        }
+        return r;
+}
+
+const Group *manager_find_group(const Manager *m, pid_t tid) {
+        for (unsigned i = 0; i < m->n_groups; i++)
+                for (unsigned j = 0; j < m->groups[i].n_tasks; j++)
+                        if (m->groups[i].tasks[j].tid == tid)
+                                return &m->groups[i];
+        return NULL;
+}
+
+int manager_explain(Manager *m, pid_t tid, char **ret) {
+        const Group *g = manager_find_group(m, tid);
+        if (!g)
+                return -ESRCH;
+
+        char cpus[256];
+        if (cpuset_format(&g->cpus, cpus, sizeof(cpus)) < 0)
+                snprintf(cpus, sizeof(cpus), "(many)");
+        char *s;
+        if (asprintf(&s, "Task %d is in %s group %" PRIu64 " (%u tasks, %.2f CPUs, run-queue delay %" PRIu64 " us), allowed on CPUs %s under profile %s.",
+                     (int)tid, group_class_to_string(g->class), g->id, g->n_tasks, g->util,
+                     g->runq_delay_us, cpus, m->profile->name) < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}

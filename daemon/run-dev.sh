@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# "make run": placed in the foreground from the source tree, default profile.
+#
+# With a system bus, placed registers org.placed1 on it. Without one (a VM
+# or container where systemd is not PID 1), this starts a private bus so
+# placectl still works, and prints how to reach it. Ctrl-C stops placed,
+# which undoes every change it made, and the private bus.
+set -eu
+build=${1:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
+[ "$(id -u)" -eq 0 ] || echo "note: not root; placed can observe but not change other users' tasks." >&2
+
+bus=system
+if [ ! -S /run/dbus/system_bus_socket ]; then
+    out=$(dbus-daemon --session --fork --print-address=1 --print-pid=1)
+    bus=$(echo "$out" | sed -n 1p)
+    bus_pid=$(echo "$out" | sed -n 2p)
+    trap 'kill $bus_pid 2>/dev/null' EXIT
+    echo "No system bus here: placed runs on a private D-Bus. In another shell:"
+    echo "    $build/placectl --address '$bus' status"
+fi
+
+"$src/$build/placed" --foreground --bus "$bus" --config "$src/conf/placed.conf" \
+    --profiles-dir "$src/conf/profiles" "$@" &
+placed_pid=$!
+trap 'kill -TERM $placed_pid 2>/dev/null; wait $placed_pid; [ -n "${bus_pid:-}" ] && kill $bus_pid 2>/dev/null' INT TERM EXIT
+wait $placed_pid
