@@ -64,6 +64,10 @@ PLACECTL_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACECTL_SRCS))
 TEST_SRCS := $(wildcard tests/test-*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
+# Workloads for the benchmarks and the real placement tests.
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
 CLANG_FORMAT ?= clang-format
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon tests -name '*.[ch]')
 
@@ -111,12 +115,16 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/bench/%: tests/bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
 run: all
 	daemon/run-dev.sh $(BUILD)
 
 check-unit: all $(TEST_BINS)
 
-check: all $(TEST_BINS)
+check: all $(TEST_BINS) $(BENCH_BINS)
 	@tests/run-tests.sh $(BUILD)
 
 check-sanitize:
@@ -147,7 +155,7 @@ install: all
 	for m in daemon/*.[1-8] conf/*.[1-8]; do [ -f "$$m" ] || continue; \
 		s=$${m##*.}; install -Dm644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 
-bench: all
+bench: all $(BENCH_BINS)
 	tests/bench/run-bench.sh $(BUILD)
 
 clean:

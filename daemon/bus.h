@@ -7,8 +7,8 @@
 
 #include "manager.h"
 
-#define PLACED_BUS_NAME "org.placed1"
-#define PLACED_BUS_PATH "/org/placed1"
+#define PLACED_BUS_NAME      "org.placed1"
+#define PLACED_BUS_PATH      "/org/placed1"
 #define PLACED_BUS_INTERFACE "org.placed1.Manager"
 
 /*

@@ -18,10 +18,10 @@ int log_get_max_level(void);
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 
 #define log_full_errno(level, error, ...) log_internal(level, error, __VA_ARGS__)
-#define log_error_errno(error, ...) log_internal(LOG_ERR, error, __VA_ARGS__)
-#define log_warning_errno(error, ...) log_internal(LOG_WARNING, error, __VA_ARGS__)
-#define log_error(...) (void)log_internal(LOG_ERR, 0, __VA_ARGS__)
-#define log_warning(...) (void)log_internal(LOG_WARNING, 0, __VA_ARGS__)
-#define log_notice(...) (void)log_internal(LOG_NOTICE, 0, __VA_ARGS__)
-#define log_info(...) (void)log_internal(LOG_INFO, 0, __VA_ARGS__)
-#define log_debug(...) (void)log_internal(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_error_errno(error, ...)       log_internal(LOG_ERR, error, __VA_ARGS__)
+#define log_warning_errno(error, ...)     log_internal(LOG_WARNING, error, __VA_ARGS__)
+#define log_error(...)                    (void)log_internal(LOG_ERR, 0, __VA_ARGS__)
+#define log_warning(...)                  (void)log_internal(LOG_WARNING, 0, __VA_ARGS__)
+#define log_notice(...)                   (void)log_internal(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_info(...)                     (void)log_internal(LOG_INFO, 0, __VA_ARGS__)
+#define log_debug(...)                    (void)log_internal(LOG_DEBUG, 0, __VA_ARGS__)

@@ -48,7 +48,8 @@ static void help(void) {
                "     --bus BUS           system, session, none or a D-Bus address [system]\n"
                "     --sysfs-root DIR    Read sysfs under DIR [/]\n"
                "     --procfs-root DIR   Read procfs at DIR [/proc]\n"
-               "     --interval-ms N     Tick length in milliseconds [from the configuration: 1000]\n"
+               "     --interval-ms N     Tick length in milliseconds [from the configuration: "
+               "1000]\n"
                "     --journal-dir DIR   Undo journal directory [" PLACED_RUNSTATEDIR "/placed]\n"
                "     --log-level LEVEL   err, warning, notice, info or debug [info]\n"
                "  -h --help              Show this help\n"
@@ -58,8 +59,10 @@ static void help(void) {
 }
 
 static int parse_log_level(const char *s) {
-        static const char *const names[] = { [LOG_ERR] = "err",       [LOG_WARNING] = "warning",
-                                             [LOG_NOTICE] = "notice", [LOG_INFO] = "info",
+        static const char *const names[] = { [LOG_ERR] = "err",
+                                             [LOG_WARNING] = "warning",
+                                             [LOG_NOTICE] = "notice",
+                                             [LOG_INFO] = "info",
                                              [LOG_DEBUG] = "debug" };
         for (int i = 0; i < (int)ELEMENTSOF(names); i++)
                 if (names[i] && strcmp(names[i], s) == 0)
@@ -111,7 +114,8 @@ static const struct option options[] = {
 
 static int set_action(Args *a, Action action) {
         if (a->action != ACTION_NONE && a->action != action) {
-                fprintf(stderr, "placed: --foreground, --restore and --dump-topology exclude each other.\n");
+                fprintf(stderr, "placed: --foreground, --restore and --dump-topology exclude each "
+                                "other.\n");
                 return -EINVAL;
         }
         a->action = action;
@@ -170,7 +174,10 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case ARG_INTERVAL_MS:
                         r = parse_interval(optarg, &a->opts.interval_ms);
                         if (r < 0)
-                                fprintf(stderr, "placed: invalid --interval-ms \"%s\": expected 10..3600000.\n", optarg);
+                                fprintf(stderr,
+                                        "placed: invalid --interval-ms \"%s\": expected "
+                                        "10..3600000.\n",
+                                        optarg);
                         break;
                 case ARG_JOURNAL_DIR:
                         a->opts.journal_dir = optarg;
@@ -179,7 +186,10 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case ARG_LOG_LEVEL:
                         r = parse_log_level(optarg);
                         if (r < 0)
-                                fprintf(stderr, "placed: invalid --log-level \"%s\": expected err, warning, notice, info or debug.\n", optarg);
+                                fprintf(stderr,
+                                        "placed: invalid --log-level \"%s\": expected err, "
+                                        "warning, notice, info or debug.\n",
+                                        optarg);
                         else
                                 log_set_max_level(r);
                         break;
@@ -201,7 +211,8 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 return -EINVAL;
         }
         if (a->action == ACTION_NONE) {
-                fprintf(stderr, "placed: nothing to do; run the daemon with --foreground (see --help).\n");
+                fprintf(stderr,
+                        "placed: nothing to do; run the daemon with --foreground (see --help).\n");
                 return -EINVAL;
         }
         return 1;
@@ -224,7 +235,8 @@ static int dump_topology(const char *sysfs_root) {
 /* The journal directory for --restore: the option, else the configuration's. */
 static int restore(const Args *a) {
         if (a->opts.journal_dir)
-                return restore_run(a->opts.journal_dir, a->opts.procfs_root ? a->opts.procfs_root : "/proc",
+                return restore_run(a->opts.journal_dir,
+                                   a->opts.procfs_root ? a->opts.procfs_root : "/proc",
                                    a->opts.sysfs_root ? a->opts.sysfs_root : "/");
 
         Config c;

@@ -385,7 +385,8 @@ int manager_restore(Manager *m) {
 
         if (m->mode != MANAGER_ADVISE) {
                 m->mode = MANAGER_ADVISE;
-                log_notice("Switched to advise mode: changes are computed and published, not applied.");
+                log_notice("Switched to advise mode: changes are computed and published, not "
+                           "applied.");
                 bus_emit_properties_changed(m, "Mode", NULL);
         }
         return r;
@@ -408,7 +409,10 @@ int manager_explain(Manager *m, pid_t tid, char **ret) {
         if (cpuset_format(&g->cpus, cpus, sizeof(cpus)) < 0)
                 snprintf(cpus, sizeof(cpus), "(many)");
         char *s;
-        if (asprintf(&s, "Task %d is in %s group %" PRIu64 " (%u tasks, %.2f CPUs, run-queue delay %" PRIu64 " us), allowed on CPUs %s under profile %s.",
+        if (asprintf(&s,
+                     "Task %d is in %s group %" PRIu64
+                     " (%u tasks, %.2f CPUs, run-queue delay %" PRIu64
+                     " us), allowed on CPUs %s under profile %s.",
                      (int)tid, group_class_to_string(g->class), g->id, g->n_tasks, g->util,
                      g->runq_delay_us, cpus, m->profile->name) < 0)
                 return -ENOMEM;

@@ -52,7 +52,7 @@ typedef struct Manager {
 
         Topology *topo;
         Loop *loop;
-        sd_bus *bus; /* NULL when running without D-Bus */
+        sd_bus *bus;           /* NULL when running without D-Bus */
         char *bus_description; /* where the bus connection went, for logs and status */
         Journal *journal;
         const char *journal_dir; /* opts.journal_dir or the configuration's */
@@ -68,8 +68,8 @@ typedef struct Manager {
 
         uint64_t start_usec;
         uint64_t n_ticks;
-        uint64_t last_tick_usec;       /* CLOCK_MONOTONIC of the last tick */
-        uint64_t last_tick_cost_usec;  /* how long the last tick took */
+        uint64_t last_tick_usec;      /* CLOCK_MONOTONIC of the last tick */
+        uint64_t last_tick_cost_usec; /* how long the last tick took */
         uint64_t n_reloads;
         uint64_t n_placement_changes;
 } Manager;

@@ -32,23 +32,28 @@ int restore_run(const char *journal_dir, const char *procfs_root, const char *sy
         _cleanup_close_ int lock_fd = -1;
         int r = journal_lock(journal_dir, &lock_fd);
         if (r == -EWOULDBLOCK)
-                return log_error_errno(r, "placed is running and holds \"%s\"; use \"placectl restore\" instead.",
-                                       journal_dir);
+                return log_error_errno(
+                        r, "placed is running and holds \"%s\"; use \"placectl restore\" instead.",
+                        journal_dir);
         if (r < 0)
-                return log_error_errno(r, "Failed to lock the undo journal in \"%s\": %m", journal_dir);
+                return log_error_errno(r, "Failed to lock the undo journal in \"%s\": %m",
+                                       journal_dir);
 
         Journal *j = NULL;
         r = journal_open(journal_dir, &j);
         if (r < 0)
-                return log_error_errno(r, "Failed to open the undo journal in \"%s\": %m", journal_dir);
+                return log_error_errno(r, "Failed to open the undo journal in \"%s\": %m",
+                                       journal_dir);
 
         JournalRestoreStats stats = { 0 };
         unsigned n = journal_size(j);
         r = restore_journal(j, procfs_root, sysfs_root, &stats);
         journal_free(j);
-        log_info("Undo journal \"%s\": %u entries; restored %u, left %u changed by others, %u gone, %u failed.",
+        log_info("Undo journal \"%s\": %u entries; restored %u, left %u changed by others, %u "
+                 "gone, %u failed.",
                  journal_dir, n, stats.restored, stats.skipped, stats.gone, stats.failed);
         if (r < 0)
-                return log_error_errno(r, "Some values could not be restored; they stay in the journal.");
+                return log_error_errno(
+                        r, "Some values could not be restored; they stay in the journal.");
         return 0;
 }

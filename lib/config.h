@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define PROFILE_NAME_MAX 64
+#define PROFILE_NAME_MAX    64
 #define CONFIG_MAX_EXCLUDES 64
 #define CONFIG_MAX_PROFILES 32
 
@@ -39,7 +39,7 @@ typedef enum SpreadPlacement {
 /* When idle-state constraints are set. */
 typedef enum IdleConstraint {
         IDLE_CONSTRAINT_NEVER,
-        IDLE_CONSTRAINT_ON_DELAY,         /* only when a group's run-queue delay passes its budget */
+        IDLE_CONSTRAINT_ON_DELAY, /* only when a group's run-queue delay passes its budget */
         IDLE_CONSTRAINT_LATENCY_CRITICAL, /* on CPUs running latency-critical groups */
 } IdleConstraint;
 
@@ -53,7 +53,8 @@ typedef struct Profile {
 
         /* [fanout] */
         SpreadPlacement fanout_placement;
-        unsigned fanout_min_workers; /* spread only when workers outnumber this many CPUs of an LLC (0 = LLC size) */
+        unsigned fanout_min_workers; /* spread only when workers outnumber this many CPUs of an LLC
+                                        (0 = LLC size) */
 
         /* [mesh] */
         SpreadPlacement mesh_placement;
@@ -62,7 +63,7 @@ typedef struct Profile {
         unsigned llc_headroom_pct; /* keep this share of a packed LLC free */
 
         /* [system] */
-        bool consolidate;                   /* confine slices to a housekeeping set at low load */
+        bool consolidate;                    /* confine slices to a housekeeping set at low load */
         unsigned consolidate_below_load_pct; /* machine busy share under which to consolidate */
         unsigned housekeeping_min_cpus;
 
@@ -71,7 +72,8 @@ typedef struct Profile {
         unsigned idle_max_exit_latency_us;
 
         /* [feedback] */
-        unsigned runq_delay_budget_us; /* per-tick mean run-queue delay that widens a packed group */
+        unsigned
+                runq_delay_budget_us; /* per-tick mean run-queue delay that widens a packed group */
 
         /* [hysteresis] */
         unsigned dwell_ms;     /* minimum time a decision stands */
@@ -108,10 +110,10 @@ typedef struct Config {
 
 /* Where configuration lives; every path can be overridden for tests. */
 typedef struct ConfigPaths {
-        const char *main_file;         /* /etc/placed/placed.conf */
-        const char *dropin_dir;        /* /etc/placed/placed.conf.d */
-        const char *profiles_dir_usr;  /* /usr/share/placed/profiles */
-        const char *profiles_dir_etc;  /* /etc/placed/profiles */
+        const char *main_file;        /* /etc/placed/placed.conf */
+        const char *dropin_dir;       /* /etc/placed/placed.conf.d */
+        const char *profiles_dir_usr; /* /usr/share/placed/profiles */
+        const char *profiles_dir_etc; /* /etc/placed/profiles */
 } ConfigPaths;
 
 typedef enum ConfigDiagLevel {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define CPUSET_MAX_CPUS 4096
-#define CPUSET_WORDS (CPUSET_MAX_CPUS / 64)
+#define CPUSET_WORDS    (CPUSET_MAX_CPUS / 64)
 
 typedef struct CpuSet {
         uint64_t bits[CPUSET_WORDS];
@@ -59,7 +59,8 @@ int cpuset_next(const CpuSet *s, int from);
 int cpuset_first(const CpuSet *s);
 int cpuset_last(const CpuSet *s);
 
-#define CPUSET_FOREACH(cpu, s) for (int cpu = cpuset_first(s); cpu >= 0; cpu = cpuset_next(s, cpu + 1))
+#define CPUSET_FOREACH(cpu, s) \
+        for (int cpu = cpuset_first(s); cpu >= 0; cpu = cpuset_next(s, cpu + 1))
 
 /*
  * cpuset_parse() - parse a kernel cpulist ("0-3,8", "0-15:2", "" or "\n").

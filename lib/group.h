@@ -26,9 +26,9 @@ typedef struct TaskId {
 } TaskId;
 
 typedef struct Group {
-        uint64_t id;    /* stable across ticks while the group lives */
+        uint64_t id; /* stable across ticks while the group lives */
         GroupClass class;
-        TaskId *tasks;  /* owned; tasks[0] is the master of a fanout */
+        TaskId *tasks; /* owned; tasks[0] is the master of a fanout */
         unsigned n_tasks;
         double util;            /* CPUs' worth of run time over the last tick */
         uint64_t runq_delay_us; /* mean run-queue delay per task over the last tick */
