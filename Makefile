@@ -156,7 +156,7 @@ install: all
 		s=$${m##*.}; install -Dm644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 
 bench: all $(BENCH_BINS)
-	tests/bench/run-bench.sh $(BUILD)
+	python3 tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-san
