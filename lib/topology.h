@@ -16,7 +16,7 @@
 #include "cpuset.h"
 
 typedef struct TopoCpu {
-        int cpu;           /* CPU number */
+        int cpu; /* CPU number */
         bool online;
         int core;          /* dense index into Topology.cores, -1 when offline */
         int cluster;       /* dense index into Topology.clusters, -1 when offline */
@@ -28,7 +28,7 @@ typedef struct TopoCpu {
 
 typedef struct TopoDomain {
         int id;      /* dense index */
-        int hw_id;   /* the kernel's id (core_id, physical_package_id, node N, cache id), -1 if none */
+        int hw_id;   /* the kernel's id (core, package, node, cache id); -1 if none */
         CpuSet cpus; /* online CPUs in this domain */
 } TopoDomain;
 
@@ -86,6 +86,9 @@ Topology *topo_free(Topology *t);
  * Return: 0 or -ENOMEM.
  */
 int topo_to_json(const Topology *t, char **ret);
+
+/* Iterates over the online CPUs of t in ascending order. */
+#define TOPO_FOREACH_CPU(cpu, t) CPUSET_FOREACH (cpu, &(t)->online)
 
 static inline void topo_freep(Topology **t) {
         topo_free(*t);
