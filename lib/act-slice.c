@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AllowedCPUs= on systemd slices, through org.freedesktop.systemd1.
+ *
+ * systemd owns the cgroup tree when it is PID 1: writing cpuset.cpus behind
+ * its back would be undone at the next daemon-reload and confuse "systemctl
+ * show". So placed asks systemd, with runtime=true so nothing survives a
+ * reboot. The property is a CPU bitmask as a byte array (bit n of byte n/8);
+ * an empty array means "unset", which is also how the original value of an
+ * unconfigured slice is journaled (as the empty string).
+ */
+#include "act-slice.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+#define SYSTEMD_DEST    "org.freedesktop.systemd1"
+#define SYSTEMD_PATH    "/org/freedesktop/systemd1"
+#define SYSTEMD_MANAGER "org.freedesktop.systemd1.Manager"
+#define SYSTEMD_SLICE   "org.freedesktop.systemd1.Slice"
+
+static void bus_errorp(sd_bus_error *e) {
+        sd_bus_error_free(e);
+}
+#define _cleanup_bus_error_ _cleanup_(bus_errorp)
+
+static void bus_messagep(sd_bus_message **m) {
+        sd_bus_message_unref(*m);
+}
+#define _cleanup_bus_message_ _cleanup_(bus_messagep)
+
+int act_slice_get_allowed_cpus(sd_bus *bus, const char *unit, CpuSet *ret, bool *ret_set) {
+        _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_free_ char *path = NULL;
+        const uint8_t *bytes;
+        size_t n;
+        int r;
+
+        r = sd_bus_path_encode(SYSTEMD_PATH "/unit", unit, &path);
+        if (r < 0)
+                return r;
+        r = sd_bus_get_property(bus, SYSTEMD_DEST, path, SYSTEMD_SLICE, "AllowedCPUs", &error,
+                                &reply, "ay");
+        if (r < 0)
+                return sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_OBJECT) ? -ENOENT : r;
+        r = sd_bus_message_read_array(reply, 'y', (const void **)&bytes, &n);
+        if (r < 0)
+                return r;
+
+        CpuSet s;
+        cpuset_zero(&s);
+        for (size_t i = 0; i < n && i * 8 < CPUSET_MAX_CPUS; i++)
+                for (int b = 0; b < 8; b++)
+                        if (bytes[i] & (1u << b))
+                                cpuset_set(&s, (int)(i * 8) + b);
+        *ret = s;
+        *ret_set = n > 0 && !cpuset_is_empty(&s);
+        return 0;
+}
+
+int act_slice_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus) {
+        _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_bus_message_ sd_bus_message *m = NULL;
+        uint8_t bytes[CPUSET_MAX_CPUS / 8] = { 0 };
+        size_t n = 0;
+        int r;
+
+        if (cpus && !cpuset_is_empty(cpus)) {
+                CPUSET_FOREACH (cpu, cpus)
+                        bytes[cpu / 8] |= (uint8_t)(1u << (cpu % 8));
+                n = (size_t)cpuset_last(cpus) / 8 + 1;
+        }
+
+        r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
+                                           "SetUnitProperties");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "sb", unit, 1);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "AllowedCPUs");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "ay");
+        if (r >= 0)
+                r = sd_bus_message_append_array(m, 'y', bytes, n);
+        for (int i = 0; r >= 0 && i < 3; i++)
+                r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_call(bus, m, 0, &error, NULL);
+}
+
+static int slice_format(const CpuSet *cpus, bool set, char **ret) {
+        if (!set) {
+                *ret = strdup("");
+                return *ret ? 0 : -ENOMEM;
+        }
+        return cpuset_to_string(cpus, ret);
+}
+
+int act_slice_apply(sd_bus *bus, Journal *j, const char *unit, const CpuSet *cpus, bool dry_run) {
+        _cleanup_free_ char *original = NULL, *wanted = NULL;
+        CpuSet now;
+        bool set;
+        int r;
+
+        r = act_slice_get_allowed_cpus(bus, unit, &now, &set);
+        if (r < 0)
+                return r;
+        if (set && cpuset_equal(&now, cpus))
+                return 0;
+        if (dry_run)
+                return 1;
+
+        r = slice_format(&now, set, &original);
+        if (r >= 0)
+                r = cpuset_to_string(cpus, &wanted);
+        if (r >= 0)
+                r = journal_record_change(j, ACT_SLICE_JOURNAL_KIND, unit, original, wanted);
+        if (r < 0)
+                return r;
+        r = act_slice_set_allowed_cpus(bus, unit, cpus);
+        return r < 0 ? r : 1;
+}
+
+static int slice_journal_read(const char *key, char **ret, void *userdata) {
+        CpuSet now;
+        bool set;
+        int r = act_slice_get_allowed_cpus(userdata, key, &now, &set);
+        if (r < 0)
+                return r;
+        return slice_format(&now, set, ret);
+}
+
+static int slice_journal_write(const char *key, const char *value, void *userdata) {
+        CpuSet cpus;
+        int r = cpuset_parse(value, &cpus);
+        if (r < 0)
+                return r;
+        return act_slice_set_allowed_cpus(userdata, key, &cpus);
+}
+
+static bool slice_journal_equal(const char *a, const char *b) {
+        CpuSet sa, sb;
+        if (cpuset_parse(a, &sa) < 0 || cpuset_parse(b, &sb) < 0)
+                return strcmp(a, b) == 0;
+        return cpuset_equal(&sa, &sb);
+}
+
+void act_slice_journal_ops(sd_bus *bus, JournalKindOps *ret) {
+        *ret = (JournalKindOps){
+                .kind = ACT_SLICE_JOURNAL_KIND,
+                .read = slice_journal_read,
+                .write = slice_journal_write,
+                .equal = slice_journal_equal,
+                .userdata = bus,
+        };
+}
