@@ -127,7 +127,10 @@ typedef void (*ConfigDiag)(void *userdata, ConfigDiagLevel level, const char *me
 /* The built-in default paths (PREFIX-dependent ones from the build). */
 void config_paths_default(ConfigPaths *ret);
 
-/* Built-in defaults; no files read. */
+/*
+ * Built-in defaults; no files read. Profiles come only from the profile
+ * directories, so n_profiles is 0 here (see profile_defaults()).
+ */
 void config_defaults(Config *ret);
 
 /* Built-in defaults of the profile NAME ("balanced" etc.); -ENOENT for others. */
@@ -135,8 +138,10 @@ int profile_defaults(const char *name, Profile *ret);
 
 /*
  * config_load() - defaults, main file, drop-ins, then every profile in the
- * profile directories. A missing main file or drop-in dir means defaults.
- * The configured default profile must exist.
+ * profile directories. A missing main file or drop-in dir means defaults;
+ * a NULL path in paths is not read. The configured default profile must
+ * exist. Warnings (unknown section or key, invalid profile file name) go to
+ * diag and do not fail the load. *ret is overwritten, not freed first.
  *
  * Return: 0 and *ret filled (free with config_done()); -EINVAL on a syntax
  * error or invalid value (reported through diag), -ENOENT when the default
@@ -151,7 +156,7 @@ void config_done(Config *c);
 /* Return: the profile named name, or NULL. */
 const Profile *config_find_profile(const Config *c, const char *name);
 
-/* Names as they appear in the files. */
+/* Names as they appear in the files; NULL for a value out of range. */
 const char *pair_placement_to_string(PairPlacement p);
 const char *spread_placement_to_string(SpreadPlacement p);
 const char *idle_constraint_to_string(IdleConstraint c);

@@ -1,0 +1,907 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration loading: placed.conf, its drop-ins and the profile files,
+ * parsed over inih by two tables of {section, key, parser, offset} entries.
+ *
+ * Why a table: every key is declared once, with its parser and range, so the
+ * parser, the unknown-key warning and the documentation cannot drift apart
+ * (tests/test-config.c checks the shipped files against the built-in
+ * defaults).
+ *
+ * inih as Debian builds it does not pass line numbers to the handler, so the
+ * files are fed through ini_parse_stream() with our own reader, which counts
+ * lines, drops leading white space (so an indented "key = value" line is not
+ * taken for inih's continuation of the previous value) and turns an over-long
+ * line into an error instead of letting it split into two. The handler reads
+ * the reader's count. inih returns the first line it found wrong; the
+ * handler keeps the first line it rejected and why, so a message is the
+ * handler's when the lines agree and "syntax error" when inih saw the line
+ * first.
+ *
+ * Everything is loaded into a temporary Config that replaces the caller's
+ * only on success, so a bad reload keeps the running configuration.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "macro.h"
+
+#ifndef PLACED_SYSCONFDIR
+#define PLACED_SYSCONFDIR "/etc"
+#endif
+#ifndef PLACED_DATADIR
+#define PLACED_DATADIR "/usr/local/share"
+#endif
+
+#define SPACE " \t\r\n\v\f"
+
+static const char *const pair_placement_names[] = {
+        [PAIR_PLACEMENT_NONE] = "none",
+        [PAIR_PLACEMENT_SAME_CPU] = "same-cpu",
+        [PAIR_PLACEMENT_SAME_CORE] = "same-core",
+};
+
+static const char *const spread_placement_names[] = {
+        [SPREAD_PLACEMENT_NONE] = "none",
+        [SPREAD_PLACEMENT_PACK] = "pack",
+        [SPREAD_PLACEMENT_HOME] = "home",
+        [SPREAD_PLACEMENT_SPREAD] = "spread",
+};
+
+static const char *const idle_constraint_names[] = {
+        [IDLE_CONSTRAINT_NEVER] = "never",
+        [IDLE_CONSTRAINT_ON_DELAY] = "on-delay",
+        [IDLE_CONSTRAINT_LATENCY_CRITICAL] = "latency-critical",
+};
+
+static const char *const wake_source_names[] = {
+        [WAKE_SOURCE_AUTO] = "auto",     [WAKE_SOURCE_BPF] = "bpf",   [WAKE_SOURCE_PERF] = "perf",
+        [WAKE_SOURCE_REPLAY] = "replay", [WAKE_SOURCE_NONE] = "none",
+};
+
+/* What placed.conf may select: the replay source needs a file, so only the command line sets it. */
+static const char *const wake_source_config_names[] = {
+        [WAKE_SOURCE_AUTO] = "auto",
+        [WAKE_SOURCE_BPF] = "bpf",
+        [WAKE_SOURCE_PERF] = "perf",
+        [WAKE_SOURCE_NONE] = "none",
+};
+
+#define NAME_OR_NULL(table, i) ((unsigned)(i) < ELEMENTSOF(table) ? (table)[i] : NULL)
+
+const char *pair_placement_to_string(PairPlacement p) {
+        return NAME_OR_NULL(pair_placement_names, p);
+}
+
+const char *spread_placement_to_string(SpreadPlacement p) {
+        return NAME_OR_NULL(spread_placement_names, p);
+}
+
+const char *idle_constraint_to_string(IdleConstraint c) {
+        return NAME_OR_NULL(idle_constraint_names, c);
+}
+
+const char *wake_source_kind_to_string(WakeSourceKind k) {
+        return NAME_OR_NULL(wake_source_names, k);
+}
+
+/*
+ * The built-in profiles; conf/profiles/NAME.conf repeats these numbers,
+ * commented out, with the reasons.
+ */
+static const Profile builtin_profiles[] = {
+        {
+                .name = "power-first",
+                .description = "Save energy: pack groups onto few CPUs and LLCs, consolidate "
+                               "at low load",
+                .pair_placement = PAIR_PLACEMENT_SAME_CPU,
+                .pair_max_util_pct = 90,
+                .fanout_placement = SPREAD_PLACEMENT_PACK,
+                .fanout_min_workers = 0,
+                .mesh_placement = SPREAD_PLACEMENT_PACK,
+                .llc_headroom_pct = 20,
+                .consolidate = true,
+                .consolidate_below_load_pct = 30,
+                .housekeeping_min_cpus = 2,
+                .idle_constraint = IDLE_CONSTRAINT_NEVER,
+                .idle_max_exit_latency_us = 0,
+                .runq_delay_budget_us = 5000,
+                .dwell_ms = 10000,
+                .min_gain_pct = 10,
+        },
+        {
+                .name = "balanced",
+                .description = "Default: pairs on one CPU when they fit, stable LLC homes for "
+                               "groups, spread large fan-outs",
+                .pair_placement = PAIR_PLACEMENT_SAME_CPU,
+                .pair_max_util_pct = 80,
+                .fanout_placement = SPREAD_PLACEMENT_SPREAD,
+                .fanout_min_workers = 0,
+                .mesh_placement = SPREAD_PLACEMENT_HOME,
+                .llc_headroom_pct = 20,
+                .consolidate = false,
+                .consolidate_below_load_pct = 30,
+                .housekeeping_min_cpus = 2,
+                .idle_constraint = IDLE_CONSTRAINT_ON_DELAY,
+                .idle_max_exit_latency_us = 20,
+                .runq_delay_budget_us = 1000,
+                .dwell_ms = 5000,
+                .min_gain_pct = 5,
+        },
+        {
+                .name = "latency-first",
+                .description = "Lowest latency: spread over idle LLCs, cap idle exit latency "
+                               "where latency-critical groups run",
+                .pair_placement = PAIR_PLACEMENT_SAME_CORE,
+                .pair_max_util_pct = 70,
+                .fanout_placement = SPREAD_PLACEMENT_SPREAD,
+                .fanout_min_workers = 1,
+                .mesh_placement = SPREAD_PLACEMENT_SPREAD,
+                .llc_headroom_pct = 30,
+                .consolidate = false,
+                .consolidate_below_load_pct = 30,
+                .housekeeping_min_cpus = 2,
+                .idle_constraint = IDLE_CONSTRAINT_LATENCY_CRITICAL,
+                .idle_max_exit_latency_us = 2,
+                .runq_delay_budget_us = 200,
+                .dwell_ms = 3000,
+                .min_gain_pct = 3,
+        },
+};
+
+#define DEFAULT_PROFILE "balanced"
+
+/**
+ * profile_defaults() - the built-in values of one of the shipped profiles.
+ * @name: "power-first", "balanced" or "latency-first"
+ * @ret: filled on success, untouched otherwise
+ *
+ * Return: 0, or -ENOENT when @name is not a built-in profile.
+ */
+int profile_defaults(const char *name, Profile *ret) {
+        for (size_t i = 0; i < ELEMENTSOF(builtin_profiles); i++)
+                if (name && strcmp(builtin_profiles[i].name, name) == 0) {
+                        *ret = builtin_profiles[i];
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+/**
+ * config_paths_default() - the locations used by an installed placed.
+ * @ret: filled with static strings
+ */
+void config_paths_default(ConfigPaths *ret) {
+        *ret = (ConfigPaths){
+                .main_file = PLACED_SYSCONFDIR "/placed/placed.conf",
+                .dropin_dir = PLACED_SYSCONFDIR "/placed/placed.conf.d",
+                .profiles_dir_usr = PLACED_DATADIR "/placed/profiles",
+                .profiles_dir_etc = PLACED_SYSCONFDIR "/placed/profiles",
+        };
+}
+
+/**
+ * config_defaults() - the built-in daemon settings, no exclusions and no
+ * profiles (those come only from the profile directories).
+ * @ret: overwritten; it owns nothing afterwards
+ */
+void config_defaults(Config *ret) {
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->profile, sizeof(ret->profile), "%s", DEFAULT_PROFILE);
+        ret->interval_ms = 1000;
+        ret->dry_run = false;
+        snprintf(ret->journal_dir, sizeof(ret->journal_dir), "%s", "/run/placed");
+        ret->wake_source = WAKE_SOURCE_AUTO;
+        ret->sample_period = 1;
+}
+
+static void strv_clear(char **v, unsigned *n) {
+        for (unsigned i = 0; i < *n; i++) {
+                free(v[i]);
+                v[i] = NULL;
+        }
+        *n = 0;
+}
+
+/**
+ * config_done() - frees what @c owns and resets it to the defaults.
+ * @c: a Config from config_load() or config_defaults(); NULL is fine
+ */
+void config_done(Config *c) {
+        if (!c)
+                return;
+        strv_clear(c->exclude_comm, &c->n_exclude_comm);
+        strv_clear(c->exclude_cgroup, &c->n_exclude_cgroup);
+        config_defaults(c);
+}
+
+/**
+ * config_find_profile() - look a profile up by name.
+ * @c: the configuration
+ * @name: profile name
+ *
+ * Return: the profile inside @c, or NULL when there is none of that name.
+ */
+const Profile *config_find_profile(const Config *c, const char *name) {
+        if (!c || !name)
+                return NULL;
+        for (unsigned i = 0; i < c->n_profiles; i++)
+                if (strcmp(c->profiles[i].name, name) == 0)
+                        return &c->profiles[i];
+        return NULL;
+}
+
+/* ---- One load: diagnostics and the state shared by all files ---- */
+
+typedef struct ConfigLoader {
+        const ConfigPaths *paths;
+        ConfigDiag diag;
+        void *userdata;
+        Config *config;       /* the temporary being filled */
+        char *profile_set_at; /* "FILE:LINE" of the [daemon] profile= in force; owned */
+} ConfigLoader;
+
+_printf_(3, 4) static void loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt,
+                                       ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        if (!l->diag)
+                return;
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0) /* still say something */
+                l->diag(l->userdata, level, "out of memory while formatting a message");
+        else
+                l->diag(l->userdata, level, msg);
+}
+
+/* ---- One file ---- */
+
+typedef struct ConfigItem ConfigItem;
+typedef struct ParseFile ParseFile;
+
+/* Parses value into field (item->offset into the table's target). Return: 0 or -EINVAL. */
+typedef int (*ConfigParseFn)(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+
+struct ConfigItem {
+        const char *section;
+        const char *key;
+        ConfigParseFn parse;
+        size_t offset;
+        unsigned min, max;        /* parse_unsigned */
+        const char *const *names; /* parse_enum: index = value, NULL = not accepted */
+        size_t n_names;
+        size_t size; /* string parsers: buffer size */
+};
+
+struct ParseFile {
+        ConfigLoader *loader;
+        const char *path;
+        FILE *f;
+        char *line; /* getline() buffer; owned */
+        size_t line_size;
+        unsigned lineno; /* lines handed to inih so far = the line the handler sees */
+        const ConfigItem *items;
+        size_t n_items;
+        void *target;
+        unsigned error_line;   /* first line we rejected, 0 = none */
+        char error[512];       /* why */
+        char *ignored_section; /* last unknown section warned about; owned */
+};
+
+_printf_(2, 3) static int pf_error(ParseFile *pf, const char *fmt, ...) {
+        if (pf->error_line == 0) {
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(pf->error, sizeof(pf->error), fmt, ap);
+                va_end(ap);
+                pf->error_line = pf->lineno;
+        }
+        return -EINVAL;
+}
+
+/* An fgets() for inih: one physical line per call, leading white space dropped. */
+static char *pf_read_line(char *str, int num, void *stream) {
+        ParseFile *pf = stream;
+
+        ssize_t n = getline(&pf->line, &pf->line_size, pf->f);
+        if (n < 0)
+                return NULL; /* EOF or error; the caller checks ferror() */
+        pf->lineno++;
+
+        const char *s = pf->line + strspn(pf->line, " \t\v\f");
+        size_t len = strcspn(s, "\r\n");
+        if (num < 2 || len > (size_t)num - 2) {
+                pf_error(pf, "line too long (at most %d characters)", num - 2);
+                len = 0;
+        }
+        memcpy(str, s, len);
+        str[len] = '\n';
+        str[len + 1] = '\0';
+        return str;
+}
+
+/* Describes what inih rejected on line lineno, reading the line again. */
+static void pf_describe_syntax_error(ParseFile *pf, unsigned lineno, char *buf, size_t size) {
+        const char *what = "syntax error";
+
+        if (fseek(pf->f, 0, SEEK_SET) == 0) {
+                for (unsigned i = 1; i <= lineno; i++)
+                        if (getline(&pf->line, &pf->line_size, pf->f) < 0)
+                                break;
+                        else if (i == lineno) {
+                                const char *s = pf->line + strspn(pf->line, SPACE);
+                                what = *s == '[' ? "syntax error: section header without "
+                                                   "closing ']'"
+                                                 : "syntax error: expected \"key = value\"";
+                        }
+        }
+        snprintf(buf, size, "%s", what);
+}
+
+static const ConfigItem *pf_find_item(const ParseFile *pf, const char *section, const char *key,
+                                      bool *ret_section_known) {
+        bool known = false;
+        for (size_t i = 0; i < pf->n_items; i++) {
+                if (strcmp(pf->items[i].section, section) != 0)
+                        continue;
+                known = true;
+                if (strcmp(pf->items[i].key, key) == 0)
+                        return &pf->items[i];
+        }
+        *ret_section_known = known;
+        return NULL;
+}
+
+static int pf_handler(void *user, const char *section, const char *key, const char *value) {
+        ParseFile *pf = user;
+        ConfigLoader *l = pf->loader;
+        bool section_known;
+
+        const ConfigItem *item = pf_find_item(pf, section, key, &section_known);
+        if (item) {
+                void *field = (char *)pf->target + item->offset;
+                return item->parse(pf, item, value, field) >= 0;
+        }
+
+        if (section_known)
+                loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown key \"%s\" in [%s], ignored",
+                            pf->path, pf->lineno, key, section);
+        else if (section[0] == '\0')
+                loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: \"%s\" outside any section, ignored",
+                            pf->path, pf->lineno, key);
+        else if (!pf->ignored_section || strcmp(pf->ignored_section, section) != 0) {
+                /* once per run of keys in the same unknown section */
+                loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown section [%s], ignored",
+                            pf->path, pf->lineno, section);
+                free(pf->ignored_section);
+                pf->ignored_section = strdup(section);
+        }
+        return 1;
+}
+
+/*
+ * Applies the file at path to target through items. A missing file is fine
+ * when missing_ok. Return: 1 if read, 0 if missing, negative errno (after a
+ * diag) otherwise.
+ */
+static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items, size_t n_items,
+                      void *target, bool missing_ok) {
+        ParseFile pf = {
+                .loader = l, .path = path, .items = items, .n_items = n_items, .target = target
+        };
+        char syntax[128];
+        int r;
+
+        pf.f = fopen(path, "re");
+        if (!pf.f) {
+                r = negative_errno();
+                if (r == -ENOENT && missing_ok)
+                        return 0;
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path, strerror(-r));
+                return r;
+        }
+
+        r = ini_parse_stream(pf_read_line, &pf, pf_handler, &pf);
+        if (r == -2) {
+                r = -ENOMEM;
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: out of memory", path);
+        } else if (r < 0 || ferror(pf.f)) {
+                r = -EIO;
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: read error", path);
+        } else if (r > 0 && (pf.error_line == 0 || (unsigned)r < pf.error_line)) {
+                pf_describe_syntax_error(&pf, (unsigned)r, syntax, sizeof(syntax));
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s:%d: %s", path, r, syntax);
+                r = -EINVAL;
+        } else if (pf.error_line > 0) {
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s:%u: %s", path, pf.error_line, pf.error);
+                r = -EINVAL;
+        } else
+                r = 1;
+
+        fclose(pf.f);
+        free(pf.line);
+        free(pf.ignored_section);
+        return r;
+}
+
+/* ---- Value parsers ---- */
+
+static int parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        static const char *const yes[] = { "yes", "true", "on", "1" };
+        static const char *const no[] = { "no", "false", "off", "0" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (strcasecmp(value, yes[i]) == 0) {
+                        *(bool *)field = true;
+                        return 0;
+                }
+                if (strcasecmp(value, no[i]) == 0) {
+                        *(bool *)field = false;
+                        return 0;
+                }
+        }
+        return pf_error(pf,
+                        "invalid [%s] %s \"%s\": expected a boolean (yes/no, true/false, "
+                        "on/off, 1/0)",
+                        item->section, item->key, value);
+}
+
+#define BAD_VALUE "invalid [%s] %s \"%s\": %s"
+
+static int parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        if (value[0] == '-')
+                return pf_error(pf, BAD_VALUE, item->section, item->key, value,
+                                "negative numbers are not allowed");
+        if (value[0] < '0' || value[0] > '9')
+                return pf_error(pf, BAD_VALUE, item->section, item->key, value,
+                                "expected a non-negative integer");
+
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno == ERANGE || v > UINT_MAX)
+                return pf_error(pf, BAD_VALUE, item->section, item->key, value, "number too large");
+        if (*end != '\0')
+                return pf_error(pf, BAD_VALUE, item->section, item->key, value,
+                                "trailing characters after the number");
+        if (v < item->min || v > item->max)
+                return pf_error(pf, "invalid [%s] %s \"%s\": out of range %u..%u", item->section,
+                                item->key, value, item->min, item->max);
+        *(unsigned *)field = (unsigned)v;
+        return 0;
+}
+
+/* The enums in config.h are all int-sized; this writes them through one parser. */
+_Static_assert(sizeof(PairPlacement) == sizeof(int), "enum size");
+_Static_assert(sizeof(SpreadPlacement) == sizeof(int), "enum size");
+_Static_assert(sizeof(IdleConstraint) == sizeof(int), "enum size");
+_Static_assert(sizeof(WakeSourceKind) == sizeof(int), "enum size");
+
+static int parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        char accepted[256] = "";
+        size_t len = 0;
+
+        for (size_t i = 0; i < item->n_names; i++) {
+                if (!item->names[i])
+                        continue;
+                if (strcmp(item->names[i], value) == 0) {
+                        *(int *)field = (int)i;
+                        return 0;
+                }
+                int n = snprintf(accepted + len, sizeof(accepted) - len, "%s%s", len ? ", " : "",
+                                 item->names[i]);
+                if (n > 0 && (size_t)n < sizeof(accepted) - len)
+                        len += (size_t)n;
+        }
+        return pf_error(pf, "invalid [%s] %s \"%s\": expected one of %s", item->section, item->key,
+                        value, accepted);
+}
+
+static int parse_string(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        if (strlen(value) >= item->size)
+                return pf_error(pf, "invalid [%s] %s: longer than %zu characters", item->section,
+                                item->key, item->size - 1);
+        memcpy(field, value, strlen(value) + 1);
+        return 0;
+}
+
+static int parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        if (value[0] != '/')
+                return pf_error(pf, "invalid [%s] %s \"%s\": not an absolute path", item->section,
+                                item->key, value);
+        return parse_string(pf, item, value, field);
+}
+
+static bool profile_name_is_valid(const char *name) {
+        size_t len = strlen(name);
+        return len > 0 && len < PROFILE_NAME_MAX &&
+               strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
+}
+
+static int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
+                              void *field) {
+        if (!profile_name_is_valid(value))
+                return pf_error(pf,
+                                "invalid [%s] %s \"%s\": a profile name is 1 to %d of a-z, "
+                                "0-9, '_' and '-'",
+                                item->section, item->key, value, PROFILE_NAME_MAX - 1);
+
+        char *at;
+        if (asprintf(&at, "%s:%u", pf->path, pf->lineno) < 0)
+                return pf_error(pf, "out of memory");
+        free(pf->loader->profile_set_at);
+        pf->loader->profile_set_at = at;
+        return parse_string(pf, item, value, field);
+}
+
+/*
+ * [exclude] lists: each line adds its space-separated words; an empty value
+ * clears what earlier lines and files added (like systemd's list settings).
+ * field is the array; the count follows it at item->size bytes further on.
+ */
+static int parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value,
+                              void *field) {
+        char **v = field;
+        unsigned *n = (unsigned *)((char *)field + item->size);
+        bool cgroup = strcmp(item->key, "cgroup") == 0;
+
+        if (value[0] == '\0') {
+                strv_clear(v, n);
+                return 0;
+        }
+        for (const char *p = value + strspn(value, SPACE); *p; p += strspn(p, SPACE)) {
+                size_t len = strcspn(p, SPACE);
+                if (cgroup && p[0] != '/')
+                        return pf_error(pf,
+                                        "invalid [%s] %s \"%.*s\": a cgroup path prefix "
+                                        "starts with '/'",
+                                        item->section, item->key, (int)len, p);
+                if (*n >= CONFIG_MAX_EXCLUDES)
+                        return pf_error(pf, "[%s] %s: more than %d entries", item->section,
+                                        item->key, CONFIG_MAX_EXCLUDES);
+                v[*n] = strndup(p, len);
+                if (!v[*n])
+                        return pf_error(pf, "out of memory");
+                (*n)++;
+                p += len;
+        }
+        return 0;
+}
+
+/* ---- The tables ---- */
+
+#define ITEM(sec, k, fn, type, field, ...) \
+        { .section = sec, .key = k, .parse = fn, .offset = offsetof(type, field), __VA_ARGS__ }
+#define ITEM_UINT(sec, k, type, field, lo, hi) \
+        ITEM(sec, k, parse_unsigned, type, field, .min = lo, .max = hi)
+#define ITEM_BOOL(sec, k, type, field) ITEM(sec, k, parse_bool, type, field, .size = sizeof(bool))
+#define ITEM_ENUM(sec, k, type, field, table) \
+        ITEM(sec, k, parse_enum, type, field, .names = table, .n_names = ELEMENTSOF(table))
+#define ITEM_STR(sec, k, fn, type, field) \
+        ITEM(sec, k, fn, type, field, .size = sizeof(((type *)0)->field))
+/* The count follows the array; .size is the distance to it. */
+#define ITEM_LIST(sec, k, field, count)                 \
+        ITEM(sec, k, parse_exclude_list, Config, field, \
+             .size = offsetof(Config, count) - offsetof(Config, field))
+
+static const ConfigItem config_items[] = {
+        ITEM_STR("daemon", "profile", parse_profile_name, Config, profile),
+        ITEM_UINT("daemon", "interval_ms", Config, interval_ms, 100, 60000),
+        ITEM_BOOL("daemon", "dry_run", Config, dry_run),
+        ITEM_STR("daemon", "journal_dir", parse_abs_path, Config, journal_dir),
+        ITEM_ENUM("daemon", "wake_source", Config, wake_source, wake_source_config_names),
+        ITEM_UINT("daemon", "sample_period", Config, sample_period, 1, 1000000),
+        ITEM_LIST("exclude", "comm", exclude_comm, n_exclude_comm),
+        ITEM_LIST("exclude", "cgroup", exclude_cgroup, n_exclude_cgroup),
+};
+
+static const ConfigItem profile_items[] = {
+        ITEM_STR("profile", "description", parse_string, Profile, description),
+        ITEM_ENUM("pair", "placement", Profile, pair_placement, pair_placement_names),
+        ITEM_UINT("pair", "max_util_pct", Profile, pair_max_util_pct, 1, 100),
+        ITEM_ENUM("fanout", "placement", Profile, fanout_placement, spread_placement_names),
+        ITEM_UINT("fanout", "min_workers", Profile, fanout_min_workers, 0, 4096),
+        ITEM_ENUM("mesh", "placement", Profile, mesh_placement, spread_placement_names),
+        ITEM_UINT("capacity", "llc_headroom_pct", Profile, llc_headroom_pct, 0, 90),
+        ITEM_BOOL("system", "consolidate", Profile, consolidate),
+        ITEM_UINT("system", "consolidate_below_load_pct", Profile, consolidate_below_load_pct, 0,
+                  100),
+        ITEM_UINT("system", "housekeeping_min_cpus", Profile, housekeeping_min_cpus, 1, 4096),
+        ITEM_ENUM("idle", "constraint", Profile, idle_constraint, idle_constraint_names),
+        ITEM_UINT("idle", "max_exit_latency_us", Profile, idle_max_exit_latency_us, 0, 100000000),
+        ITEM_UINT("feedback", "runq_delay_budget_us", Profile, runq_delay_budget_us, 1, 10000000),
+        ITEM_UINT("hysteresis", "dwell_ms", Profile, dwell_ms, 0, 3600000),
+        ITEM_UINT("hysteresis", "min_gain_pct", Profile, min_gain_pct, 0, 100),
+};
+
+/* ---- Directories ---- */
+
+static int strcmp_ptr(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_free(char **v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+/*
+ * Lists the names of the regular files DIR/ *.conf in strcmp() order (other
+ * entries, such as a drop-in masked by a symlink to /dev/null, are skipped).
+ * Return: 0 with *ret (NULL when the directory does not exist), or negative
+ * errno after a diag.
+ */
+static int list_conf_files(ConfigLoader *l, const char *dir, char ***ret, size_t *ret_n) {
+        DIR *d = opendir(dir);
+        if (!d) {
+                int r = negative_errno();
+                if (r == -ENOENT || r == -ENOTDIR) {
+                        *ret = NULL;
+                        *ret_n = 0;
+                        return 0;
+                }
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open directory: %s", dir,
+                            strerror(-r));
+                return r;
+        }
+
+        char **v = NULL;
+        size_t n = 0, allocated = 0;
+        int r = 0;
+        struct dirent *de;
+        while ((errno = 0, de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                struct stat st;
+                if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                if (n == allocated) {
+                        size_t a = allocated ? allocated * 2 : 16;
+                        char **nv = reallocarray(v, a, sizeof(*v));
+                        if (!nv) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                        allocated = a;
+                }
+                v[n] = strdup(de->d_name);
+                if (!v[n]) {
+                        r = -ENOMEM;
+                        break;
+                }
+                n++;
+        }
+        if (r == 0 && errno != 0)
+                r = negative_errno();
+        closedir(d);
+        if (r < 0) {
+                strv_free(v, n);
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir, strerror(-r));
+                return r;
+        }
+
+        if (n > 0)
+                qsort(v, n, sizeof(*v), strcmp_ptr);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int config_load_dropins(ConfigLoader *l, const char *dir) {
+        char **names;
+        size_t n;
+        int r = list_conf_files(l, dir, &names, &n);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
+                        r = -ENOMEM;
+                else
+                        r = parse_file(l, path, config_items, ELEMENTSOF(config_items), l->config,
+                                       true);
+        }
+        strv_free(names, n);
+        return r < 0 ? r : 0;
+}
+
+/* One profile file found on disk; a later directory replaces an earlier one's entry. */
+typedef struct ProfileFile {
+        char name[PROFILE_NAME_MAX];
+        char *path; /* owned */
+} ProfileFile;
+
+typedef struct ProfileFiles {
+        ProfileFile *v;
+        size_t n, allocated;
+} ProfileFiles;
+
+static void profile_files_done(ProfileFiles *pfs) {
+        for (size_t i = 0; i < pfs->n; i++)
+                free(pfs->v[i].path);
+        free(pfs->v);
+}
+
+static int profile_files_add(ProfileFiles *pfs, const char *name, char *path) {
+        for (size_t i = 0; i < pfs->n; i++)
+                if (strcmp(pfs->v[i].name, name) == 0) {
+                        free(pfs->v[i].path);
+                        pfs->v[i].path = path;
+                        return 0;
+                }
+        if (pfs->n == pfs->allocated) {
+                size_t a = pfs->allocated ? pfs->allocated * 2 : 8;
+                ProfileFile *nv = reallocarray(pfs->v, a, sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                pfs->v = nv;
+                pfs->allocated = a;
+        }
+        snprintf(pfs->v[pfs->n].name, PROFILE_NAME_MAX, "%s", name);
+        pfs->v[pfs->n++].path = path;
+        return 0;
+}
+
+static int profile_files_scan(ConfigLoader *l, const char *dir, ProfileFiles *pfs) {
+        char **names;
+        size_t n;
+        int r = list_conf_files(l, dir, &names, &n);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                names[i][strlen(names[i]) - 5] = '\0'; /* drop ".conf" */
+                if (!profile_name_is_valid(names[i])) {
+                        loader_diag(l, CONFIG_DIAG_WARNING,
+                                    "%s/%s.conf: invalid profile name \"%s\" (1 to %d of a-z, "
+                                    "0-9, '_' and '-'), skipped",
+                                    dir, names[i], names[i], PROFILE_NAME_MAX - 1);
+                        continue;
+                }
+                char *path;
+                if (asprintf(&path, "%s/%s.conf", dir, names[i]) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = profile_files_add(pfs, names[i], path);
+                if (r < 0)
+                        free(path);
+        }
+        strv_free(names, n);
+        return r;
+}
+
+static int profile_file_cmp(const void *a, const void *b) {
+        return strcmp(((const ProfileFile *)a)->name, ((const ProfileFile *)b)->name);
+}
+
+static int config_load_profiles(ConfigLoader *l) {
+        const char *dirs[] = { l->paths->profiles_dir_usr, l->paths->profiles_dir_etc };
+        ProfileFiles pfs = {};
+        int r = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(dirs) && r >= 0; i++)
+                if (dirs[i])
+                        r = profile_files_scan(l, dirs[i], &pfs);
+        if (r >= 0 && pfs.n > 0)
+                qsort(pfs.v, pfs.n, sizeof(*pfs.v), profile_file_cmp);
+
+        Config *c = l->config;
+        for (size_t i = 0; i < pfs.n && r >= 0; i++) {
+                if (c->n_profiles >= CONFIG_MAX_PROFILES) {
+                        loader_diag(l, CONFIG_DIAG_WARNING, "%s: more than %d profiles, skipped",
+                                    pfs.v[i].path, CONFIG_MAX_PROFILES);
+                        continue;
+                }
+                Profile *p = &c->profiles[c->n_profiles];
+                if (profile_defaults(pfs.v[i].name, p) < 0) {
+                        /* a new profile starts from balanced, but is not called that */
+                        (void)profile_defaults(DEFAULT_PROFILE, p);
+                        snprintf(p->name, sizeof(p->name), "%s", pfs.v[i].name);
+                        p->description[0] = '\0';
+                }
+                r = parse_file(l, pfs.v[i].path, profile_items, ELEMENTSOF(profile_items), p,
+                               false);
+                if (r > 0)
+                        c->n_profiles++;
+        }
+        profile_files_done(&pfs);
+        return r < 0 ? r : 0;
+}
+
+static int config_check_default_profile(ConfigLoader *l) {
+        const Config *c = l->config;
+        const char *usr = l->paths->profiles_dir_usr, *etc = l->paths->profiles_dir_etc;
+
+        if (config_find_profile(c, c->profile))
+                return 0;
+
+        _cleanup_free_ char *where = NULL;
+        int r;
+        if (etc && usr)
+                r = asprintf(&where, "searched %s and %s", etc, usr);
+        else if (etc || usr)
+                r = asprintf(&where, "searched %s", etc ? etc : usr);
+        else
+                r = asprintf(&where, "no profile directory configured");
+        if (r < 0)
+                return -ENOMEM;
+
+        if (l->profile_set_at)
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: profile \"%s\" not found (%s)",
+                            l->profile_set_at, c->profile, where);
+        else
+                loader_diag(l, CONFIG_DIAG_ERROR, "default profile \"%s\" not found (%s)",
+                            c->profile, where);
+        return -ENOENT;
+}
+
+static int config_load_all(ConfigLoader *l) {
+        const ConfigPaths *paths = l->paths;
+        int r;
+
+        if (paths->main_file) {
+                r = parse_file(l, paths->main_file, config_items, ELEMENTSOF(config_items),
+                               l->config, true);
+                if (r < 0)
+                        return r;
+        }
+        if (paths->dropin_dir) {
+                r = config_load_dropins(l, paths->dropin_dir);
+                if (r < 0)
+                        return r;
+        }
+        r = config_load_profiles(l);
+        if (r < 0)
+                return r;
+        return config_check_default_profile(l);
+}
+
+/**
+ * config_load() - read the configuration: defaults, main file, drop-ins in
+ * lexical order, then the profiles (/etc replacing /usr by name).
+ * @paths: where to look; a NULL member is not read
+ * @diag: receives every error and warning (may be NULL)
+ * @userdata: passed to @diag
+ * @ret: filled on success (its previous contents are overwritten, not
+ *       freed); untouched on failure
+ *
+ * Return: 0; -EINVAL on a syntax error or invalid value; -ENOENT when the
+ * default profile is not found; another negative errno on I/O errors.
+ */
+int config_load(const ConfigPaths *paths, ConfigDiag diag, void *userdata, Config *ret) {
+        Config *c = malloc(sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        config_defaults(c);
+
+        ConfigLoader l = { .paths = paths, .diag = diag, .userdata = userdata, .config = c };
+        int r = config_load_all(&l);
+        free(l.profile_set_at);
+        if (r < 0) {
+                config_done(c);
+                free(c);
+                return r;
+        }
+        *ret = *c; /* the lists move over */
+        free(c);
+        return 0;
+}

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for lib/config.c: built-in defaults; the shipped conf/ files (as
+ * shipped, and with every commented default uncommented, which proves that
+ * the comments state the real defaults); drop-in order; /etc profiles
+ * replacing /usr ones; every error path with its exact "FILE:LINE:" prefix
+ * and an untouched previous Config; warnings; exclude lists.
+ *
+ * Files are written into a mkdtemp() directory per test and removed after.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "macro.h"
+
+/* ---- Helpers ---- */
+
+/* snprintf() that fails the test on truncation. */
+_printf_(3, 4) static void xsprintf(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0 && (size_t)n < size);
+}
+
+#define MAX_DIAGS 16
+
+typedef struct Diags {
+        unsigned n_errors, n_warnings;
+        ConfigDiagLevel level[MAX_DIAGS];
+        char *msg[MAX_DIAGS];
+        unsigned n;
+} Diags;
+
+static void diag_collect(void *userdata, ConfigDiagLevel level, const char *message) {
+        Diags *d = userdata;
+        if (level == CONFIG_DIAG_ERROR)
+                d->n_errors++;
+        else
+                d->n_warnings++;
+        if (d->n < MAX_DIAGS) {
+                d->level[d->n] = level;
+                d->msg[d->n] = strdup(message);
+                assert_non_null(d->msg[d->n]);
+                d->n++;
+        }
+}
+
+static void diags_clear(Diags *d) {
+        for (unsigned i = 0; i < d->n; i++)
+                free(d->msg[i]);
+        memset(d, 0, sizeof(*d));
+}
+
+/* The first message of level, or NULL. */
+static const char *diags_first(const Diags *d, ConfigDiagLevel level) {
+        for (unsigned i = 0; i < d->n; i++)
+                if (d->level[i] == level)
+                        return d->msg[i];
+        return NULL;
+}
+
+typedef struct TestDir {
+        char root[64];
+        char main_file[PATH_MAX], dropin_dir[PATH_MAX], usr[PATH_MAX], etc[PATH_MAX];
+        ConfigPaths paths;
+        Diags diags;
+} TestDir;
+
+static const char *src_dir(void) {
+        const char *s = getenv("PLACED_SRC");
+        return s && *s ? s : ".";
+}
+
+static void write_path(const char *path, const char *content) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs(content, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+}
+
+static void write_file(const char *dir, const char *name, const char *content) {
+        char path[PATH_MAX];
+        xsprintf(path, sizeof(path), "%s/%s", dir, name);
+        write_path(path, content);
+}
+
+/* A tree with placed.conf, placed.conf.d/, usr/ and etc/ profile dirs (only usr/ exists). */
+static int setup_dir(void **state) {
+        TestDir *t = calloc(1, sizeof(*t));
+        assert_non_null(t);
+        xsprintf(t->root, sizeof(t->root), "/tmp/test-config.XXXXXX");
+        assert_non_null(mkdtemp(t->root));
+        xsprintf(t->main_file, sizeof(t->main_file), "%s/placed.conf", t->root);
+        xsprintf(t->dropin_dir, sizeof(t->dropin_dir), "%s/placed.conf.d", t->root);
+        xsprintf(t->usr, sizeof(t->usr), "%s/usr", t->root);
+        xsprintf(t->etc, sizeof(t->etc), "%s/etc", t->root);
+        assert_int_equal(mkdir(t->usr, 0755), 0);
+        t->paths = (ConfigPaths){ t->main_file, t->dropin_dir, t->usr, t->etc };
+        /* the three built-in profiles, empty: their defaults */
+        write_file(t->usr, "balanced.conf", "");
+        write_file(t->usr, "power-first.conf", "");
+        write_file(t->usr, "latency-first.conf", "# only a comment\n");
+        *state = t;
+        return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static int teardown_dir(void **state) {
+        TestDir *t = *state;
+        nftw(t->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        diags_clear(&t->diags);
+        free(t);
+        return 0;
+}
+
+static void make_dir(const char *path) {
+        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+static void assert_profile_equal(const Profile *a, const Profile *b) {
+        assert_string_equal(a->name, b->name);
+        assert_string_equal(a->description, b->description);
+        assert_int_equal(a->pair_placement, b->pair_placement);
+        assert_int_equal(a->pair_max_util_pct, b->pair_max_util_pct);
+        assert_int_equal(a->fanout_placement, b->fanout_placement);
+        assert_int_equal(a->fanout_min_workers, b->fanout_min_workers);
+        assert_int_equal(a->mesh_placement, b->mesh_placement);
+        assert_int_equal(a->llc_headroom_pct, b->llc_headroom_pct);
+        assert_int_equal(a->consolidate, b->consolidate);
+        assert_int_equal(a->consolidate_below_load_pct, b->consolidate_below_load_pct);
+        assert_int_equal(a->housekeeping_min_cpus, b->housekeeping_min_cpus);
+        assert_int_equal(a->idle_constraint, b->idle_constraint);
+        assert_int_equal(a->idle_max_exit_latency_us, b->idle_max_exit_latency_us);
+        assert_int_equal(a->runq_delay_budget_us, b->runq_delay_budget_us);
+        assert_int_equal(a->dwell_ms, b->dwell_ms);
+        assert_int_equal(a->min_gain_pct, b->min_gain_pct);
+}
+
+/* The [daemon] and [exclude] parts of two Configs are equal. */
+static void assert_settings_equal(const Config *a, const Config *b) {
+        assert_string_equal(a->profile, b->profile);
+        assert_int_equal(a->interval_ms, b->interval_ms);
+        assert_int_equal(a->dry_run, b->dry_run);
+        assert_string_equal(a->journal_dir, b->journal_dir);
+        assert_int_equal(a->wake_source, b->wake_source);
+        assert_int_equal(a->sample_period, b->sample_period);
+        assert_int_equal(a->n_exclude_comm, b->n_exclude_comm);
+        for (unsigned i = 0; i < a->n_exclude_comm; i++)
+                assert_string_equal(a->exclude_comm[i], b->exclude_comm[i]);
+        assert_int_equal(a->n_exclude_cgroup, b->n_exclude_cgroup);
+        for (unsigned i = 0; i < a->n_exclude_cgroup; i++)
+                assert_string_equal(a->exclude_cgroup[i], b->exclude_cgroup[i]);
+}
+
+static void assert_builtin_profiles(const Config *c) {
+        static const char *const sorted[] = { "balanced", "latency-first", "power-first" };
+        assert_int_equal(c->n_profiles, 3);
+        for (unsigned i = 0; i < 3; i++) {
+                Profile p;
+                assert_int_equal(profile_defaults(sorted[i], &p), 0);
+                assert_profile_equal(&c->profiles[i], &p);
+        }
+}
+
+static int load(TestDir *t, Config *c) {
+        diags_clear(&t->diags);
+        return config_load(&t->paths, diag_collect, &t->diags, c);
+}
+
+/* ---- Defaults ---- */
+
+static void test_defaults(void **state) {
+        Config c;
+        memset(&c, 0xaa, sizeof(c));
+        config_defaults(&c);
+        assert_string_equal(c.profile, "balanced");
+        assert_int_equal(c.interval_ms, 1000);
+        assert_false(c.dry_run);
+        assert_string_equal(c.journal_dir, "/run/placed");
+        assert_int_equal(c.wake_source, WAKE_SOURCE_AUTO);
+        assert_int_equal(c.sample_period, 1);
+        assert_int_equal(c.n_exclude_comm, 0);
+        assert_int_equal(c.n_exclude_cgroup, 0);
+        assert_int_equal(c.n_profiles, 0);
+        assert_null(config_find_profile(&c, "balanced"));
+        config_done(&c);
+        config_done(NULL);
+}
+
+static void test_profile_defaults(void **state) {
+        Profile p;
+
+        assert_int_equal(profile_defaults("power-first", &p), 0);
+        assert_string_equal(p.name, "power-first");
+        assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CPU);
+        assert_int_equal(p.pair_max_util_pct, 90);
+        assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
+        assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);
+        assert_true(p.consolidate);
+        assert_int_equal(p.consolidate_below_load_pct, 30);
+        assert_int_equal(p.housekeeping_min_cpus, 2);
+        assert_int_equal(p.idle_constraint, IDLE_CONSTRAINT_NEVER);
+        assert_int_equal(p.runq_delay_budget_us, 5000);
+        assert_int_equal(p.dwell_ms, 10000);
+
+        assert_int_equal(profile_defaults("balanced", &p), 0);
+        assert_string_equal(p.name, "balanced");
+        assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_SPREAD);
+        assert_int_equal(p.fanout_min_workers, 0);
+        assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_HOME);
+        assert_false(p.consolidate);
+        assert_int_equal(p.idle_constraint, IDLE_CONSTRAINT_ON_DELAY);
+        assert_int_equal(p.idle_max_exit_latency_us, 20);
+        assert_int_equal(p.runq_delay_budget_us, 1000);
+
+        assert_int_equal(profile_defaults("latency-first", &p), 0);
+        assert_string_equal(p.name, "latency-first");
+        assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CORE);
+        assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_SPREAD);
+        assert_int_equal(p.fanout_min_workers, 1);
+        assert_int_equal(p.llc_headroom_pct, 30);
+        assert_int_equal(p.idle_constraint, IDLE_CONSTRAINT_LATENCY_CRITICAL);
+        assert_int_equal(p.idle_max_exit_latency_us, 2);
+        assert_int_equal(p.runq_delay_budget_us, 200);
+
+        /* unknown names fail and leave *ret alone */
+        Profile before = p;
+        assert_int_equal(profile_defaults("turbo", &p), -ENOENT);
+        assert_int_equal(profile_defaults(NULL, &p), -ENOENT);
+        assert_profile_equal(&p, &before);
+}
+
+static void test_to_string(void **state) {
+        assert_string_equal(pair_placement_to_string(PAIR_PLACEMENT_SAME_CORE), "same-core");
+        assert_string_equal(spread_placement_to_string(SPREAD_PLACEMENT_HOME), "home");
+        assert_string_equal(idle_constraint_to_string(IDLE_CONSTRAINT_ON_DELAY), "on-delay");
+        assert_string_equal(wake_source_kind_to_string(WAKE_SOURCE_REPLAY), "replay");
+        assert_null(pair_placement_to_string((PairPlacement)42));
+        assert_null(spread_placement_to_string((SpreadPlacement)-1));
+}
+
+static void test_paths_default(void **state) {
+        ConfigPaths p;
+        config_paths_default(&p);
+        assert_string_equal(p.main_file, PLACED_SYSCONFDIR "/placed/placed.conf");
+        assert_string_equal(p.dropin_dir, PLACED_SYSCONFDIR "/placed/placed.conf.d");
+        assert_string_equal(p.profiles_dir_usr, PLACED_DATADIR "/placed/profiles");
+        assert_string_equal(p.profiles_dir_etc, PLACED_SYSCONFDIR "/placed/profiles");
+}
+
+/* ---- The shipped files ---- */
+
+static void test_shipped_files(void **state) {
+        TestDir *t = *state;
+        char main_file[PATH_MAX], usr[PATH_MAX];
+        Config c, defaults;
+
+        xsprintf(main_file, sizeof(main_file), "%s/conf/placed.conf", src_dir());
+        xsprintf(usr, sizeof(usr), "%s/conf/profiles", src_dir());
+        t->paths = (ConfigPaths){ .main_file = main_file, .profiles_dir_usr = usr };
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        config_defaults(&defaults);
+        assert_settings_equal(&c, &defaults);
+        assert_builtin_profiles(&c);
+        config_done(&c);
+}
+
+/*
+ * Copies src to dst with every "#key = value" line uncommented and checks
+ * that each of the keys appears that way.
+ */
+static void uncomment_file(const char *src, const char *dst, const char *const *keys) {
+        FILE *in = fopen(src, "re"), *out = fopen(dst, "we");
+        char line[512], key[64];
+        bool seen[32] = {};
+
+        assert_non_null(in);
+        assert_non_null(out);
+        while (fgets(line, sizeof(line), in)) {
+                int n = 0;
+                const char *text = line;
+                if (sscanf(line, "#%63[a-z_] =%n", key, &n) == 1 && n > 0) {
+                        text = line + 1;
+                        for (unsigned i = 0; keys[i]; i++)
+                                if (strcmp(keys[i], key) == 0)
+                                        seen[i] = true;
+                }
+                fputs(text, out);
+        }
+        fclose(in);
+        assert_int_equal(fclose(out), 0);
+        for (unsigned i = 0; keys[i]; i++)
+                if (!seen[i])
+                        fail_msg("%s does not document key \"%s\"", src, keys[i]);
+}
+
+static void test_shipped_files_uncommented(void **state) {
+        static const char *const daemon_keys[] = { "profile",     "interval_ms", "dry_run",
+                                                   "journal_dir", "wake_source", "sample_period",
+                                                   "comm",        "cgroup",      NULL };
+        static const char *const profile_keys[] = { "description",
+                                                    "placement", /* [pair], [fanout], [mesh] */
+                                                    "max_util_pct",
+                                                    "min_workers",
+                                                    "llc_headroom_pct",
+                                                    "consolidate",
+                                                    "consolidate_below_load_pct",
+                                                    "housekeeping_min_cpus",
+                                                    "constraint",
+                                                    "max_exit_latency_us",
+                                                    "runq_delay_budget_us",
+                                                    "dwell_ms",
+                                                    "min_gain_pct",
+                                                    NULL };
+        static const char *const names[] = { "balanced", "latency-first", "power-first" };
+        TestDir *t = *state;
+        char src[PATH_MAX], dst[PATH_MAX];
+        Config c, defaults;
+
+        xsprintf(src, sizeof(src), "%s/conf/placed.conf", src_dir());
+        uncomment_file(src, t->main_file, daemon_keys);
+        for (unsigned i = 0; i < ELEMENTSOF(names); i++) {
+                xsprintf(src, sizeof(src), "%s/conf/profiles/%s.conf", src_dir(), names[i]);
+                xsprintf(dst, sizeof(dst), "%s/%s.conf", t->usr, names[i]);
+                uncomment_file(src, dst, profile_keys);
+        }
+
+        assert_int_equal(load(t, &c), 0);
+        if (t->diags.n > 0)
+                fail_msg("unexpected diagnostic: %s", t->diags.msg[0]);
+        config_defaults(&defaults);
+        assert_settings_equal(&c, &defaults);
+        assert_builtin_profiles(&c);
+        config_done(&c);
+}
+
+/* ---- Precedence ---- */
+
+static void test_dropins(void **state) {
+        TestDir *t = *state;
+        char sub[PATH_MAX];
+        Config c;
+
+        write_file(t->root, "placed.conf",
+                   "[daemon]\ninterval_ms = 2000\nwake_source = perf\nsample_period = 7\n");
+        make_dir(t->dropin_dir);
+        /* readdir() order is arbitrary: create the later one first */
+        write_file(t->dropin_dir, "20-b.conf", "[daemon]\ninterval_ms = 4000\n");
+        write_file(t->dropin_dir, "10-a.conf",
+                   "[daemon]\ninterval_ms = 3000\n  dry_run = yes\nsample_period = 9\n");
+        write_file(t->dropin_dir, "README", "not ini at all\n");       /* not *.conf */
+        write_file(t->dropin_dir, "99-z.conf.bak", "[daemon]\nbad\n"); /* not *.conf */
+        xsprintf(sub, sizeof(sub), "%s/50-dir.conf", t->dropin_dir);
+        make_dir(sub); /* a directory is skipped */
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        assert_int_equal(c.interval_ms, 4000);             /* 20-b is read last */
+        assert_true(c.dry_run);                            /* from 10-a, indented */
+        assert_int_equal(c.sample_period, 9);              /* 10-a after the main file */
+        assert_int_equal(c.wake_source, WAKE_SOURCE_PERF); /* main file, untouched */
+        config_done(&c);
+
+        /* a drop-in masked by a symlink to /dev/null is not read */
+        char masked[PATH_MAX];
+        xsprintf(masked, sizeof(masked), "%s/20-b.conf", t->dropin_dir);
+        assert_int_equal(unlink(masked), 0);
+        assert_int_equal(symlink("/dev/null", masked), 0);
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.interval_ms, 3000);
+        config_done(&c);
+}
+
+static void test_missing_files(void **state) {
+        TestDir *t = *state;
+        Config c, defaults;
+
+        /* neither the main file nor the drop-in dir exists */
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        config_defaults(&defaults);
+        assert_settings_equal(&c, &defaults);
+        assert_builtin_profiles(&c);
+        config_done(&c);
+
+        /* NULL paths are skipped */
+        t->paths.main_file = NULL;
+        t->paths.dropin_dir = NULL;
+        t->paths.profiles_dir_etc = NULL;
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        assert_builtin_profiles(&c);
+        config_done(&c);
+}
+
+static void test_profile_override(void **state) {
+        TestDir *t = *state;
+        Config c;
+        Profile want;
+
+        write_file(t->usr, "balanced.conf",
+                   "[hysteresis]\ndwell_ms = 7000\nmin_gain_pct = 7\n[mesh]\nplacement = pack\n");
+        write_file(t->usr, "quiet.conf",
+                   "[profile]\ndescription = Quiet nights\n[pair]\nplacement = none\n");
+        make_dir(t->etc);
+        write_file(t->etc, "balanced.conf", "[hysteresis]\nmin_gain_pct = 9\n");
+        write_file(t->etc, "power-first.conf", "[system]\nconsolidate = off\n");
+        write_file(t->etc, "zz-extra.conf", "[capacity]\nllc_headroom_pct = 0\n");
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        assert_int_equal(c.n_profiles, 5);
+        static const char *const sorted[] = { "balanced", "latency-first", "power-first", "quiet",
+                                              "zz-extra" };
+        for (unsigned i = 0; i < 5; i++)
+                assert_string_equal(c.profiles[i].name, sorted[i]);
+
+        /* /etc replaces /usr wholesale: dwell_ms and mesh from /usr are gone */
+        assert_int_equal(profile_defaults("balanced", &want), 0);
+        want.min_gain_pct = 9;
+        assert_profile_equal(config_find_profile(&c, "balanced"), &want);
+
+        assert_int_equal(profile_defaults("power-first", &want), 0);
+        want.consolidate = false;
+        assert_profile_equal(config_find_profile(&c, "power-first"), &want);
+
+        /* a new profile starts from balanced, under its own name */
+        assert_int_equal(profile_defaults("balanced", &want), 0);
+        xsprintf(want.name, sizeof(want.name), "quiet");
+        xsprintf(want.description, sizeof(want.description), "Quiet nights");
+        want.pair_placement = PAIR_PLACEMENT_NONE;
+        assert_profile_equal(config_find_profile(&c, "quiet"), &want);
+
+        const Profile *extra = config_find_profile(&c, "zz-extra");
+        assert_non_null(extra);
+        assert_string_equal(extra->description, "");
+        assert_int_equal(extra->llc_headroom_pct, 0);
+        assert_null(config_find_profile(&c, "nope"));
+        config_done(&c);
+}
+
+static void test_default_profile_from_file(void **state) {
+        TestDir *t = *state;
+        Config c;
+
+        write_file(t->root, "placed.conf", "[daemon]\nprofile = latency-first\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_string_equal(c.profile, "latency-first");
+        config_done(&c);
+}
+
+/* ---- Errors ---- */
+
+typedef struct ErrorCase {
+        const char *name;
+        const char *file;    /* "main", "dropin" or "profile" */
+        const char *content; /* of that file */
+        int ret;
+        unsigned line;
+        const char *contains;
+} ErrorCase;
+
+static const ErrorCase error_cases[] = {
+        { "missing =", "main", "[daemon]\ninterval_ms = 500\nfoo\n", -EINVAL, 3,
+          "syntax error: expected \"key = value\"" },
+        { "unterminated section", "main", "# x\n[daemon\ninterval_ms = 500\n", -EINVAL, 2,
+          "syntax error: section header without closing ']'" },
+        { "bad bool", "main", "[daemon]\ndry_run = maybe\n", -EINVAL, 2,
+          "invalid [daemon] dry_run \"maybe\": expected a boolean" },
+        { "bad enum", "main", "[daemon]\n\nwake_source = ebpf\n", -EINVAL, 3,
+          "invalid [daemon] wake_source \"ebpf\": expected one of auto, bpf, perf, none" },
+        { "replay not configurable", "main", "[daemon]\nwake_source = replay\n", -EINVAL, 2,
+          "expected one of" },
+        { "out of range", "main", "[daemon]\ninterval_ms = 50\n", -EINVAL, 2,
+          "invalid [daemon] interval_ms \"50\": out of range 100..60000" },
+        { "above range", "main", "[daemon]\nsample_period = 1000001\n", -EINVAL, 2,
+          "out of range 1..1000000" },
+        { "trailing junk", "main", "[daemon]\ninterval_ms = 100ms\n", -EINVAL, 2,
+          "trailing characters" },
+        { "negative", "main", "[daemon]\ninterval_ms = -100\n", -EINVAL, 2, "negative" },
+        { "overflow", "main", "[daemon]\ninterval_ms = 99999999999999999999999\n", -EINVAL, 2,
+          "too large" },
+        { "above UINT_MAX", "main", "[daemon]\ninterval_ms = 4294967296\n", -EINVAL, 2,
+          "too large" },
+        { "not a number", "main", "[daemon]\ninterval_ms = fast\n", -EINVAL, 2,
+          "expected a non-negative integer" },
+        { "empty number", "main", "[daemon]\ninterval_ms =\n", -EINVAL, 2,
+          "expected a non-negative integer" },
+        { "relative journal_dir", "main", "[daemon]\njournal_dir = run/placed\n", -EINVAL, 2,
+          "not an absolute path" },
+        { "cgroup without /", "main", "[exclude]\ncgroup = /ok.slice system.slice\n", -EINVAL, 2,
+          "\"system.slice\": a cgroup path prefix starts with '/'" },
+        { "bad profile name", "main", "[daemon]\nprofile = Fast!\n", -EINVAL, 2,
+          "a profile name is" },
+        { "unknown default profile", "main", "[daemon]\n\nprofile = nosuch\n", -ENOENT, 3,
+          "profile \"nosuch\" not found (searched " },
+        { "error in a drop-in", "dropin", "[daemon]\ndry_run = yes\ndry_run = 2\n", -EINVAL, 3,
+          "expected a boolean" },
+        { "error in a profile", "profile", "[pair]\nmax_util_pct = 0\n", -EINVAL, 2,
+          "invalid [pair] max_util_pct \"0\": out of range 1..100" },
+        { "bad placement", "profile", "[mesh]\nplacement = diagonal\n", -EINVAL, 2,
+          "expected one of none, pack, home, spread" },
+        { "bad idle constraint", "profile", "[idle]\nconstraint = always\n", -EINVAL, 2,
+          "expected one of never, on-delay, latency-critical" },
+        { "syntax error before a bad value", "main", "[daemon]\nx\ninterval_ms = 1\n", -EINVAL, 2,
+          "syntax error" },
+        { "bad value before a syntax error", "main", "[daemon]\ninterval_ms = 1\nx\n", -EINVAL, 2,
+          "out of range" },
+        { "line too long", "main",
+          "[daemon]\njournal_dir = "
+          "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+          -EINVAL, 2, "line too long" },
+};
+
+static void run_error_case(TestDir *t, const ErrorCase *ec) {
+        Config c, before;
+        char path[PATH_MAX], prefix[PATH_MAX + 16];
+
+        /* a previously loaded, non-default configuration */
+        write_file(t->root, "placed.conf",
+                   "[daemon]\ninterval_ms = 2500\n[exclude]\ncomm = keep*\ncgroup = /keep\n");
+        assert_int_equal(load(t, &c), 0);
+        config_defaults(&before);
+        before.interval_ms = 2500;
+        before.n_exclude_comm = 1;
+        before.exclude_comm[0] = "keep*";
+        before.n_exclude_cgroup = 1;
+        before.exclude_cgroup[0] = "/keep";
+
+        if (strcmp(ec->file, "main") == 0) {
+                xsprintf(path, sizeof(path), "%s", t->main_file);
+        } else if (strcmp(ec->file, "dropin") == 0) {
+                make_dir(t->dropin_dir);
+                xsprintf(path, sizeof(path), "%s/50-x.conf", t->dropin_dir);
+        } else {
+                xsprintf(path, sizeof(path), "%s/latency-first.conf", t->usr);
+        }
+        write_path(path, ec->content);
+
+        int r = load(t, &c);
+        if (r != ec->ret)
+                fail_msg("%s: config_load() returned %d, expected %d", ec->name, r, ec->ret);
+        const char *msg = diags_first(&t->diags, CONFIG_DIAG_ERROR);
+        if (!msg)
+                fail_msg("%s: no error reported", ec->name);
+        xsprintf(prefix, sizeof(prefix), "%s:%u: ", path, ec->line);
+        if (strncmp(msg, prefix, strlen(prefix)) != 0 || !strstr(msg, ec->contains))
+                fail_msg("%s: got \"%s\", expected \"%s...%s...\"", ec->name, msg, prefix,
+                         ec->contains);
+        assert_int_equal(t->diags.n_errors, 1);
+
+        /* the earlier configuration survives, with its profiles */
+        assert_settings_equal(&c, &before);
+        assert_builtin_profiles(&c);
+        config_done(&c);
+        if (strcmp(ec->file, "profile") == 0)
+                write_path(path, ""); /* back to the built-in defaults */
+        else
+                assert_int_equal(unlink(path), 0);
+}
+
+static void test_errors(void **state) {
+        TestDir *t = *state;
+        for (size_t i = 0; i < ELEMENTSOF(error_cases); i++)
+                run_error_case(t, &error_cases[i]);
+}
+
+static void test_no_profiles(void **state) {
+        TestDir *t = *state;
+        Config c;
+
+        /* the built-in default profile has no file: no "FILE:LINE:" to give */
+        t->paths.profiles_dir_usr = NULL;
+        t->paths.profiles_dir_etc = NULL;
+        config_defaults(&c);
+        c.interval_ms = 4242;
+        assert_int_equal(load(t, &c), -ENOENT);
+        assert_int_equal(c.interval_ms, 4242);
+        assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR),
+                            "default profile \"balanced\" not found (no profile directory "
+                            "configured)");
+
+        char empty[PATH_MAX + 8];
+        xsprintf(empty, sizeof(empty), "%s/empty", t->root);
+        make_dir(empty);
+        t->paths.profiles_dir_usr = empty;
+        t->paths.profiles_dir_etc = t->etc;
+        assert_int_equal(load(t, &c), -ENOENT);
+        char want[3 * PATH_MAX];
+        xsprintf(want, sizeof(want), "default profile \"balanced\" not found (searched %s and %s)",
+                 t->etc, empty);
+        assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
+}
+
+/* ---- Warnings ---- */
+
+static void test_unknown_keys(void **state) {
+        TestDir *t = *state;
+        Config c;
+        char want[PATH_MAX + 128];
+
+        write_file(t->root, "placed.conf",
+                   "[daemon]\nfrobnicate = 1\n[gadgets]\na = 1\nb = 2\n[daemon]\n"
+                   "interval_ms = 200\n");
+        write_file(t->usr, "balanced.conf", "orphan = 1\n[pair]\nplacement = none\n");
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n_errors, 0);
+        assert_int_equal(t->diags.n_warnings, 3); /* once for [gadgets] */
+        xsprintf(want, sizeof(want), "%s:2: unknown key \"frobnicate\" in [daemon], ignored",
+                 t->main_file);
+        assert_string_equal(t->diags.msg[0], want);
+        xsprintf(want, sizeof(want), "%s:4: unknown section [gadgets], ignored", t->main_file);
+        assert_string_equal(t->diags.msg[1], want);
+        xsprintf(want, sizeof(want), "%s/balanced.conf:1: \"orphan\" outside any section, ignored",
+                 t->usr);
+        assert_string_equal(t->diags.msg[2], want);
+
+        assert_int_equal(c.interval_ms, 200); /* the rest still applies */
+        assert_int_equal(config_find_profile(&c, "balanced")->pair_placement, PAIR_PLACEMENT_NONE);
+        config_done(&c);
+}
+
+static void test_invalid_profile_name(void **state) {
+        TestDir *t = *state;
+        Config c;
+        char want[PATH_MAX + 128];
+
+        write_file(t->usr, "Fast Lane.conf", "[pair]\nplacement = bogus\n");
+        make_dir(t->etc);
+        write_file(t->etc, "UPPER.conf", "");
+        write_file(t->etc, ".conf", ""); /* no name at all: not a profile */
+        write_file(t->etc, "ok_2-b.conf", "");
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n_errors, 0);
+        assert_int_equal(t->diags.n_warnings, 2);
+        xsprintf(want, sizeof(want), "%s/Fast Lane.conf: invalid profile name \"Fast Lane\"",
+                 t->usr);
+        assert_non_null(strstr(t->diags.msg[0], want));
+        assert_non_null(strstr(t->diags.msg[0], "skipped"));
+        xsprintf(want, sizeof(want), "%s/UPPER.conf: invalid profile name \"UPPER\"", t->etc);
+        assert_non_null(strstr(t->diags.msg[1], want));
+        assert_int_equal(c.n_profiles, 4);
+        assert_non_null(config_find_profile(&c, "ok_2-b"));
+        assert_null(config_find_profile(&c, "UPPER"));
+        config_done(&c);
+}
+
+/* ---- Exclude lists ---- */
+
+static void test_exclude_lists(void **state) {
+        TestDir *t = *state;
+        Config c;
+
+        write_file(t->root, "placed.conf",
+                   "[exclude]\ncomm = a* b\ncomm = c\ncgroup = /system.slice\n");
+        make_dir(t->dropin_dir);
+        write_file(t->dropin_dir, "10.conf", "[exclude]\ncomm = d\ncgroup = /x /y\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.n_exclude_comm, 4);
+        assert_string_equal(c.exclude_comm[0], "a*");
+        assert_string_equal(c.exclude_comm[1], "b");
+        assert_string_equal(c.exclude_comm[2], "c");
+        assert_string_equal(c.exclude_comm[3], "d");
+        assert_int_equal(c.n_exclude_cgroup, 3);
+        assert_string_equal(c.exclude_cgroup[2], "/y");
+        config_done(&c);
+        assert_int_equal(c.n_exclude_comm, 0); /* config_done() resets */
+        assert_null(c.exclude_comm[0]);
+
+        /* an empty value clears what came before, also from earlier files */
+        write_file(t->dropin_dir, "20.conf", "[exclude]\ncomm =\ncomm = e   f\ncgroup =\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.n_exclude_comm, 2);
+        assert_string_equal(c.exclude_comm[0], "e");
+        assert_string_equal(c.exclude_comm[1], "f");
+        assert_int_equal(c.n_exclude_cgroup, 0);
+        config_done(&c);
+
+        /* more than CONFIG_MAX_EXCLUDES entries */
+        char big[CONFIG_MAX_EXCLUDES * 4 + 32], want[PATH_MAX + 64];
+        xsprintf(big, sizeof(big), "[exclude]\ncomm =\n");
+        for (unsigned line = 0; line < 5; line++) {
+                strcat(big, "comm =");
+                for (unsigned i = 0; i < CONFIG_MAX_EXCLUDES / 4; i++)
+                        strcat(big, " x");
+                strcat(big, "\n");
+        }
+        write_file(t->dropin_dir, "30.conf", big);
+        assert_int_equal(load(t, &c), -EINVAL);
+        xsprintf(want, sizeof(want), "%s/30.conf:7: [exclude] comm: more than %d entries",
+                 t->dropin_dir, CONFIG_MAX_EXCLUDES);
+        assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_profile_defaults),
+                cmocka_unit_test(test_to_string),
+                cmocka_unit_test(test_paths_default),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup_dir, teardown_dir)
+                T(test_shipped_files),
+                T(test_shipped_files_uncommented),
+                T(test_dropins),
+                T(test_missing_files),
+                T(test_profile_override),
+                T(test_default_profile_from_file),
+                T(test_errors),
+                T(test_no_profiles),
+                T(test_unknown_keys),
+                T(test_invalid_profile_name),
+                T(test_exclude_lists),
+#undef T
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
