@@ -17,7 +17,10 @@ DATADIR    ?= $(PREFIX)/share
 MANDIR     ?= $(DATADIR)/man
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
-DBUS_POLICYDIR ?= $(DATADIR)/dbus-1/system.d
+# Debian's dbus-daemon reads /usr/share/dbus-1/system.d and /etc/dbus-1/system.d only;
+# polkit reads actions only from /usr/share/polkit-1/actions.
+DBUS_POLICYDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/share/dbus-1/system.d,/etc/dbus-1/system.d)
+POLKIT_ACTIONSDIR ?= /usr/share/polkit-1/actions
 RUNSTATEDIR ?= /run
 
 BUILD ?= build
@@ -150,8 +153,8 @@ install: all
 	install -d $(DESTDIR)$(UNITDIR)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/placed.service > $(DESTDIR)$(UNITDIR)/placed.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/placed.service
-	if [ -f systemd/org.placed1.conf ]; then \
-		install -Dm644 systemd/org.placed1.conf $(DESTDIR)$(DBUS_POLICYDIR)/org.placed1.conf; fi
+	install -Dm644 systemd/org.placed1.conf $(DESTDIR)$(DBUS_POLICYDIR)/org.placed1.conf
+	install -Dm644 systemd/org.placed1.policy $(DESTDIR)$(POLKIT_ACTIONSDIR)/org.placed1.policy
 	for m in daemon/*.[1-8] conf/*.[1-8]; do [ -f "$$m" ] || continue; \
 		s=$${m##*.}; install -Dm644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 

@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The D-Bus object: org.placed1 at /org/placed1, interface
+ * org.placed1.Manager. One static vtable; each handler parses, checks who is
+ * asking, calls the manager and replies. State lives in the manager only.
+ *
+ * API (see also placectl(1) and placed(8)):
+ *
+ *   properties
+ *     ActiveProfile s     the profile in force (newest hold, else selected)  emits
+ *     Profiles      as    profiles found in the profile directories          emits
+ *     Mode          s     "enforce" or "advise"                               emits
+ *     Version       s                                                         const
+ *     WakeSource    s     sampler in use ("bpf", "perf", "replay", "none")    emits
+ *     Holds         a(uss) cookie, profile, reason of every hold, oldest first emits
+ *     Groups        u     task groups of the last tick                        emits
+ *     PlacementChanges t  placement changes applied (or advised) so far       emits
+ *     Reloads       t     successful reloads                                  emits
+ *     Ticks         t     pipeline passes; changes every tick: not emitted, poll it
+ *     TickCostUSec  t     how long the last tick took; not emitted, poll it
+ *
+ *   methods
+ *     SetProfile(s name)                        UnknownProfile
+ *     Reload()                                  ConfigInvalid ("FILE:LINE: ...")
+ *     Restore()       undo every change, switch to advise mode
+ *     ListGroups() -> a(tsaudtdss)  per group: id, class, tids, util (CPUs'
+ *                     worth), run-queue delay (us), wake rate (1/s), allowed
+ *                     CPUs (cpulist), CPUs run on in the last tick (cpulist)
+ *     Explain(u tid) -> s                       UnknownTask
+ *     HoldProfile(s profile, s reason) -> u cookie   UnknownProfile, TooManyHolds
+ *     ReleaseProfile(u cookie)                  UnknownHold
+ *
+ *   signal
+ *     PlacementChanged(t placement_changes, u groups)  after a tick changed
+ *                     placement; carries the new counter so a client can tell
+ *                     whether it missed one.
+ *
+ * Access: reading is open to everyone (the bus policy allows it). Every
+ * method is SD_BUS_VTABLE_UNPRIVILEGED, so sd-bus's own CAP_SYS_ADMIN check
+ * stays out of the way and bus_authorize() decides alone. Changing
+ * (SetProfile, Reload, Restore, HoldProfile, ReleaseProfile) needs euid 0, or
+ * a yes from polkit for the matching org.placed1.* action. The polkit check
+ * is synchronous and non-interactive: a "challenge" answer (authentication
+ * needed) is a denial that says to use sudo. Without polkit on the bus,
+ * non-root callers are denied.
+ *
+ * A hold ends when its client leaves the bus: one NameOwnerChanged match,
+ * installed before the name is requested, sees every unique name that goes
+ * away. The bus driver sends that signal after any method call the client
+ * sent before leaving, so a hold cannot outlive its client.
+ */
+#include "bus.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "loop.h"
+
+#define BUS_ERROR_UNKNOWN_PROFILE "org.placed1.Error.UnknownProfile"
+#define BUS_ERROR_UNKNOWN_TASK    "org.placed1.Error.UnknownTask"
+#define BUS_ERROR_UNKNOWN_HOLD    "org.placed1.Error.UnknownHold"
+#define BUS_ERROR_CONFIG_INVALID  "org.placed1.Error.ConfigInvalid"
+#define BUS_ERROR_TOO_MANY_HOLDS  "org.placed1.Error.TooManyHolds"
+
+#define BUS_REASON_MAX        256
+#define BUS_POLKIT_TIMEOUT_US (10 * USEC_PER_SEC)
+#define BUS_EMIT_MAX          16
+
+/*
+ * Return: 1 if the caller runs as root. The bus driver vouches for the uid
+ * (SO_PEERCRED at connect time); no racy /proc lookup (no CREDS_AUGMENT).
+ */
+static int bus_sender_is_root(sd_bus_message *msg) {
+        sd_bus_creds *creds = NULL;
+        uid_t euid;
+        int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(creds, &euid);
+        sd_bus_creds_unref(creds);
+        if (r < 0)
+                return r;
+        return euid == 0;
+}
+
+/*
+ * Asks polkit whether the sender may do action, without interaction. The
+ * subject is the sender's bus name, which polkit resolves race-free.
+ * Return: 1 authorized, 0 not (error set to AccessDenied; also when polkit
+ * is absent or fails: fail closed).
+ */
+static int bus_polkit_check(sd_bus_message *msg, const char *action, sd_bus_error *error) {
+        sd_bus *bus = sd_bus_message_get_bus(msg);
+        sd_bus_message *call = NULL, *reply = NULL;
+        sd_bus_error perr = SD_BUS_ERROR_NULL;
+        int authorized = 0, challenge = 0;
+        const char *sender = sd_bus_message_get_sender(msg);
+
+        int r = sd_bus_message_new_method_call(
+                bus, &call, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
+                "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        if (r >= 0)
+                /* subject (sa{sv}), action_id, details a{ss}, flags, cancellation_id */
+                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name",
+                                          "s", sender, action, 0, UINT32_C(0), "");
+        if (r >= 0)
+                r = sd_bus_call(bus, call, BUS_POLKIT_TIMEOUT_US, &perr, &reply);
+        if (r >= 0) /* (bba{ss}): is_authorized, is_challenge, details */
+                r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+        sd_bus_message_unref(call);
+        sd_bus_message_unref(reply);
+
+        if (r < 0 && (sd_bus_error_has_name(&perr, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
+                      sd_bus_error_has_name(&perr, SD_BUS_ERROR_NAME_HAS_NO_OWNER))) {
+                sd_bus_error_free(&perr);
+                sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                  "Only root may do this (no polkit on this system to ask).");
+                return 0;
+        }
+        if (r < 0) { /* fail closed: an unregistered action, polkit broken ... */
+                log_warning_errno(r, "polkit could not decide \"%s\" for %s: %s", action, sender,
+                                  perr.message ? perr.message : strerror(-r));
+                sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                  "polkit could not decide %s: %s", action,
+                                  perr.message ? perr.message : strerror(-r));
+                sd_bus_error_free(&perr);
+                return 0;
+        }
+        if (authorized)
+                return 1;
+        sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                          challenge ? "Not authorized for %s without authentication; use sudo."
+                                    : "Not authorized for %s.",
+                          action);
+        return 0;
+}
+
+/* Return: 1 authorized; otherwise negative with error set (AccessDenied or a failure). */
+static int bus_authorize(sd_bus_message *msg, const char *action, sd_bus_error *error) {
+        int r = bus_sender_is_root(msg);
+        if (r > 0)
+                return 1;
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot tell who is asking: %m");
+
+        r = bus_polkit_check(msg, action, error);
+        return r > 0 ? 1 : -EACCES;
+}
+
+static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error *error) {
+        return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_PROFILE,
+                                 "Unknown profile \"%s\" (%u profiles are known; see the "
+                                 "Profiles property).",
+                                 name, m->config.n_profiles);
+}
+
+static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *name;
+
+        int r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        r = bus_authorize(msg, "org.placed1.set-profile", error);
+        if (r < 0)
+                return r;
+
+        r = manager_set_profile(m, name);
+        if (r == -ENOENT)
+                return bus_error_unknown_profile(m, name, error);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot select profile \"%s\": %m", name);
+        log_info("Profile %s selected by %s.", name, sd_bus_message_get_sender(msg));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *err = NULL;
+
+        int r = bus_authorize(msg, "org.placed1.reload", error);
+        if (r < 0)
+                return r;
+
+        r = manager_reload(m, &err);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_CONFIG_INVALID,
+                                         "%s; the running configuration is kept.",
+                                         err ? err : strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        int r = bus_authorize(msg, "org.placed1.restore", error);
+        if (r < 0)
+                return r;
+
+        log_notice("Restore requested by %s.", sd_bus_message_get_sender(msg));
+        r = manager_restore(m);
+        if (r < 0)
+                return sd_bus_error_set_errnof(
+                        error, r, "Restore incomplete, some values could not be written back: %m");
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* One a(tsaudtdss) element; see the top of the file. */
+static int bus_append_group(sd_bus_message *reply, const Group *g) {
+        _cleanup_free_ char *cpus = NULL, *ran_on = NULL;
+        int r;
+
+        if (cpuset_to_string(&g->cpus, &cpus) < 0 || cpuset_to_string(&g->ran_on, &ran_on) < 0)
+                return -ENOMEM;
+
+        r = sd_bus_message_open_container(reply, 'r', "tsaudtdss");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "ts", g->id, group_class_to_string(g->class));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "u");
+        for (unsigned i = 0; r >= 0 && i < g->n_tasks; i++)
+                r = sd_bus_message_append(reply, "u", (uint32_t)g->tasks[i].tid);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "dtdss", g->util, g->runq_delay_us, g->wake_rate,
+                                          cpus, ran_on);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        sd_bus_message *reply = NULL;
+
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(tsaudtdss)");
+        for (unsigned i = 0; r >= 0 && i < m->n_groups; i++)
+                r = bus_append_group(reply, &m->groups[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *text = NULL;
+        uint32_t tid;
+
+        int r = sd_bus_message_read(msg, "u", &tid);
+        if (r < 0)
+                return r;
+        if (tid == 0 || tid > INT_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%" PRIu32 " is not a task id.", tid);
+
+        r = manager_explain(m, (pid_t)tid, &text);
+        if (r == -ESRCH)
+                return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_TASK,
+                                         "placed does not track task %" PRIu32
+                                         " (not in any group of the last tick).",
+                                         tid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot explain task %" PRIu32 ": %m",
+                                               tid);
+        return sd_bus_reply_method_return(msg, "s", text);
+}
+
+static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *profile, *reason;
+        uint32_t cookie;
+
+        int r = sd_bus_message_read(msg, "ss", &profile, &reason);
+        if (r < 0)
+                return r;
+        if (strlen(reason) > BUS_REASON_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The reason is longer than %d bytes.", BUS_REASON_MAX);
+        r = bus_authorize(msg, "org.placed1.hold-profile", error);
+        if (r < 0)
+                return r;
+
+        r = manager_hold_profile(m, profile, reason, sd_bus_message_get_sender(msg), &cookie);
+        if (r == -ENOENT)
+                return bus_error_unknown_profile(m, profile, error);
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, BUS_ERROR_TOO_MANY_HOLDS,
+                                         "Too many profile holds (%u); release one first.",
+                                         m->n_holds);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot hold profile \"%s\": %m", profile);
+        return sd_bus_reply_method_return(msg, "u", cookie);
+}
+
+static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        uint32_t cookie;
+
+        int r = sd_bus_message_read(msg, "u", &cookie);
+        if (r < 0)
+                return r;
+        r = bus_authorize(msg, "org.placed1.hold-profile", error);
+        if (r < 0)
+                return r;
+
+        /* Root may release any hold; others only their own. */
+        const char *owner = bus_sender_is_root(msg) > 0 ? NULL : sd_bus_message_get_sender(msg);
+        r = manager_release_profile(m, cookie, owner);
+        if (r == 0)
+                return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_HOLD,
+                                         "No profile hold %" PRIu32 "%s.", cookie,
+                                         owner ? " of this client" : "");
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot release hold %" PRIu32 ": %m",
+                                               cookie);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int property_get_active_profile(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->profile ? m->profile->name : "");
+}
+
+static int property_get_profiles(sd_bus *bus, const char *path, const char *interface,
+                                 const char *property, sd_bus_message *reply, void *userdata,
+                                 sd_bus_error *error) {
+        Manager *m = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+        for (unsigned i = 0; r >= 0 && i < m->config.n_profiles; i++)
+                r = sd_bus_message_append(reply, "s", m->config.profiles[i].name);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int property_get_mode(sd_bus *bus, const char *path, const char *interface,
+                             const char *property, sd_bus_message *reply, void *userdata,
+                             sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", manager_mode_to_string(m->mode));
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface,
+                                const char *property, sd_bus_message *reply, void *userdata,
+                                sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", PLACED_VERSION);
+}
+
+static int property_get_wake_source(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->wake_source ? m->wake_source : "none");
+}
+
+static int property_get_holds(sd_bus *bus, const char *path, const char *interface,
+                              const char *property, sd_bus_message *reply, void *userdata,
+                              sd_bus_error *error) {
+        Manager *m = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "(uss)");
+        for (unsigned i = 0; r >= 0 && i < m->n_holds; i++)
+                r = sd_bus_message_append(reply, "(uss)", m->holds[i].cookie, m->holds[i].profile,
+                                          m->holds[i].reason);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int property_get_groups(sd_bus *bus, const char *path, const char *interface,
+                               const char *property, sd_bus_message *reply, void *userdata,
+                               sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "u", (uint32_t)m->n_groups);
+}
+
+#define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("ActiveProfile", "s", property_get_active_profile, 0, EMITS),
+        SD_BUS_PROPERTY("Profiles", "as", property_get_profiles, 0, EMITS),
+        SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, EMITS),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("WakeSource", "s", property_get_wake_source, 0, EMITS),
+        SD_BUS_PROPERTY("Holds", "a(uss)", property_get_holds, 0, EMITS),
+        SD_BUS_PROPERTY("Groups", "u", property_get_groups, 0, EMITS),
+        SD_BUS_PROPERTY("PlacementChanges", "t", NULL, offsetof(Manager, n_placement_changes),
+                        EMITS),
+        SD_BUS_PROPERTY("Reloads", "t", NULL, offsetof(Manager, n_reloads), EMITS),
+        /* Change every tick: no signal, clients poll them. */
+        SD_BUS_PROPERTY("Ticks", "t", NULL, offsetof(Manager, n_ticks), 0),
+        SD_BUS_PROPERTY("TickCostUSec", "t", NULL, offsetof(Manager, last_tick_cost_usec), 0),
+
+        SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Restore", "", "", method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(tsaudtdss)", SD_BUS_PARAM(groups),
+                                 method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(tid), "s", SD_BUS_PARAM(explanation),
+                                 method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("HoldProfile", "ss", SD_BUS_PARAM(profile) SD_BUS_PARAM(reason),
+                                 "u", SD_BUS_PARAM(cookie), method_hold_profile,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseProfile", "u", SD_BUS_PARAM(cookie), "", ,
+                                 method_release_profile, SD_BUS_VTABLE_UNPRIVILEGED),
+
+        SD_BUS_SIGNAL_WITH_NAMES("PlacementChanged", "tu",
+                                 SD_BUS_PARAM(placement_changes) SD_BUS_PARAM(groups), 0),
+        SD_BUS_VTABLE_END,
+};
+
+/* A unique name left the bus: its holds end with it. */
+static int bus_on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        if (name[0] != ':' || new_owner[0] != '\0' || m->n_holds == 0)
+                return 0;
+        int n = manager_release_owner(m, name);
+        if (n > 0)
+                log_info("%s left the bus; %d profile hold(s) released.", name, n);
+        return 0;
+}
+
+/* Connects as spec says. Return: 0 with *ret (NULL: no system bus, carry on), or negative errno. */
+static int bus_connect(Manager *m, const char *spec, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        if (strcmp(spec, "system") == 0) {
+                r = sd_bus_open_system(&bus);
+                if (r == -ENOENT || r == -ECONNREFUSED) {
+                        const char *addr = getenv("DBUS_SYSTEM_BUS_ADDRESS");
+                        log_warning("No system bus at %s; running without D-Bus (use --bus "
+                                    "session or --bus ADDRESS).",
+                                    addr ? addr : "/run/dbus/system_bus_socket");
+                        *ret = NULL;
+                        return 0;
+                }
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus: %m");
+                m->bus_description = strdup("the system bus");
+        } else if (strcmp(spec, "session") == 0) {
+                r = sd_bus_open_user(&bus);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the session bus: %m");
+                m->bus_description = strdup("the session bus");
+        } else {
+                r = sd_bus_new(&bus);
+                if (r >= 0)
+                        r = sd_bus_set_address(bus, spec);
+                if (r >= 0)
+                        r = sd_bus_set_bus_client(bus, 1);
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+                if (r < 0) {
+                        sd_bus_unref(bus);
+                        return log_error_errno(r, "Failed to connect to the bus at \"%s\": %m",
+                                               spec);
+                }
+                if (asprintf(&m->bus_description, "D-Bus at %s", spec) < 0)
+                        m->bus_description = NULL;
+        }
+        *ret = bus;
+        return 0;
+}
+
+int bus_open(Manager *m, const char *spec) {
+        sd_bus *bus = NULL;
+        int r;
+
+        if (!spec || strcmp(spec, "none") == 0)
+                return 0;
+        r = bus_connect(m, spec, &bus);
+        if (r < 0 || !bus)
+                return r;
+        m->bus = bus;
+
+        r = sd_bus_add_object_vtable(bus, NULL, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
+                                     manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to publish %s: %m", PLACED_BUS_PATH);
+
+        r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus", "NameOwnerChanged",
+                                bus_on_name_owner_changed, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch clients leaving the bus: %m");
+
+        r = sd_bus_request_name(bus, PLACED_BUS_NAME, 0);
+        if (r == -EEXIST)
+                return log_error_errno(r,
+                                       "The name %s is already taken on %s: is another placed "
+                                       "running?",
+                                       PLACED_BUS_NAME, m->bus_description);
+        if (r < 0)
+                return log_error_errno(r, "Failed to request the name %s on %s: %m",
+                                       PLACED_BUS_NAME, m->bus_description);
+        return 0;
+}
+
+void bus_close(Manager *m) {
+        if (!m->bus)
+                return;
+        if (m->loop)
+                loop_detach_bus(m->loop);
+        m->bus = sd_bus_flush_close_unref(m->bus);
+}
+
+void bus_emit_properties_changed(Manager *m, const char *property, ...) {
+        char *names[BUS_EMIT_MAX + 1];
+        unsigned n = 0;
+        va_list ap;
+
+        if (!m->bus)
+                return;
+        va_start(ap, property);
+        for (const char *p = property; p && n < BUS_EMIT_MAX; p = va_arg(ap, const char *))
+                names[n++] = (char *)p;
+        va_end(ap);
+        names[n] = NULL;
+
+        int r = sd_bus_emit_properties_changed_strv(m->bus, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
+                                                    names);
+        if (r < 0)
+                log_debug("Failed to emit PropertiesChanged for %s: %s", property, strerror(-r));
+}
+
+void bus_emit_placement_changed(Manager *m) {
+        if (!m->bus)
+                return;
+        int r = sd_bus_emit_signal(m->bus, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
+                                   "PlacementChanged", "tu", m->n_placement_changes,
+                                   (uint32_t)m->n_groups);
+        if (r >= 0)
+                bus_emit_properties_changed(m, "PlacementChanges", "Groups", NULL);
+        else
+                log_debug("Failed to emit PlacementChanged: %s", strerror(-r));
+}

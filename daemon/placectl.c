@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * placectl: query and steer placed over D-Bus. A plain sd-bus client of
+ * org.placed1 (see bus.c for the API); it links none of the daemon.
+ *
+ * Exit codes are part of the interface, so scripts can tell apart what went
+ * wrong: 0 ok, 1 the daemon refused or failed (its message is printed),
+ * 2 bad usage, 3 placed not reachable (no bus, or nobody owns org.placed1),
+ * 4 access denied. "hold" returns its command's exit code.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "macro.h"
+
+enum {
+        EXIT_OK = 0,
+        EXIT_DAEMON = 1,
+        EXIT_USAGE = 2,
+        EXIT_UNREACHABLE = 3,
+        EXIT_DENIED = 4,
+};
+
+typedef struct Args {
+        const char *address; /* NULL: PLACED_BUS_ADDRESS, else the system bus */
+        const char *reason;  /* hold --reason */
+        bool json;
+        bool dot;
+} Args;
+
+/* What each error means, in words, before the daemon's own message. */
+static const struct {
+        const char *name;
+        const char *meaning;
+        int exit_code;
+} error_table[] = {
+        { "org.placed1.Error.UnknownProfile", "unknown profile", EXIT_DAEMON },
+        { "org.placed1.Error.UnknownTask", "unknown task", EXIT_DAEMON },
+        { "org.placed1.Error.UnknownHold", "unknown hold", EXIT_DAEMON },
+        { "org.placed1.Error.ConfigInvalid", "configuration invalid", EXIT_DAEMON },
+        { "org.placed1.Error.TooManyHolds", "too many holds", EXIT_DAEMON },
+        { SD_BUS_ERROR_INVALID_ARGS, "invalid argument", EXIT_DAEMON },
+        { SD_BUS_ERROR_ACCESS_DENIED, "access denied", EXIT_DENIED },
+        { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "access denied", EXIT_DENIED },
+        { SD_BUS_ERROR_SERVICE_UNKNOWN, "placed is not running on this bus", EXIT_UNREACHABLE },
+        { SD_BUS_ERROR_NAME_HAS_NO_OWNER, "placed is not running on this bus", EXIT_UNREACHABLE },
+        { SD_BUS_ERROR_NO_REPLY, "placed did not answer", EXIT_UNREACHABLE },
+        { SD_BUS_ERROR_DISCONNECTED, "disconnected from the bus", EXIT_UNREACHABLE },
+        { SD_BUS_ERROR_UNKNOWN_METHOD, "placed does not know this request (older version?)",
+          EXIT_DAEMON },
+};
+
+static void help(void) {
+        printf("Usage: placectl [OPTIONS] COMMAND [ARGS]\n"
+               "\n"
+               "Query and steer placed, the power-aware task placement daemon.\n"
+               "\n"
+               "Commands:\n"
+               "  status                    Profile, mode, holds and counters\n"
+               "  profile                   Print the active profile\n"
+               "  profile NAME              Select profile NAME (power-first, balanced,\n"
+               "                            latency-first, or one of your own)\n"
+               "  groups                    The task groups placed manages, and where they run\n"
+               "  explain TID               Why task TID runs where it does\n"
+               "  graph --dot               The wake graph in Graphviz format\n"
+               "  snapshot                  Everything placed knows, for a bug report\n"
+               "  reload                    Re-read the configuration and profiles\n"
+               "  restore                   Undo every change and switch to advise mode\n"
+               "  hold PROFILE -- COMMAND [ARG...]\n"
+               "                            Hold PROFILE while COMMAND runs; exit with its code\n"
+               "\n"
+               "Options:\n"
+               "  -a --address ADDRESS      D-Bus address of placed's bus, or \"system\" or\n"
+               "                            \"session\" [$PLACED_BUS_ADDRESS, else system]\n"
+               "  -j --json                 Print JSON (status, profile, groups, explain)\n"
+               "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show the version\n"
+               "\n"
+               "Changing anything needs root or polkit's consent; reading does not.\n"
+               "Exit status: 0 ok, 1 placed refused or failed, 2 usage, 3 placed not\n"
+               "reachable, 4 access denied; hold exits with COMMAND's status.\n"
+               "See placectl(1).\n");
+}
+
+_printf_(1, 2) static int usage_error(const char *fmt, ...) {
+        va_list ap;
+        fprintf(stderr, "placectl: ");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry \"placectl --help\".\n");
+        return EXIT_USAGE;
+}
+
+/* Prints what went wrong. Return: the exit code for it. */
+static int report_error(const sd_bus_error *e, int r, const char *what) {
+        for (size_t i = 0; i < ELEMENTSOF(error_table); i++)
+                if (sd_bus_error_has_name(e, error_table[i].name)) {
+                        fprintf(stderr, "placectl: %s: %s\n", error_table[i].meaning,
+                                e->message ? e->message : what);
+                        return error_table[i].exit_code;
+                }
+        if (sd_bus_error_is_set(e))
+                fprintf(stderr, "placectl: %s failed: %s (%s)\n", what,
+                        e->message ? e->message : "", e->name);
+        else
+                fprintf(stderr, "placectl: %s failed: %s\n", what, strerror(-r));
+        if (r == -EACCES || r == -EPERM)
+                return EXIT_DENIED;
+        if (r == -ECONNRESET || r == -ENOTCONN || r == -ETIMEDOUT)
+                return EXIT_UNREACHABLE;
+        return EXIT_DAEMON;
+}
+
+/* Return: 0 with *ret, or an exit code (message printed). */
+static int connect_bus(const char *address, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        const char *where = address;
+        int r;
+
+        if (!address)
+                address = getenv("PLACED_BUS_ADDRESS");
+        if (!address || strcmp(address, "system") == 0) {
+                where = "the system bus";
+                r = sd_bus_open_system(&bus);
+        } else if (strcmp(address, "session") == 0) {
+                where = "the session bus";
+                r = sd_bus_open_user(&bus);
+        } else {
+                where = address;
+                r = sd_bus_new(&bus);
+                if (r >= 0)
+                        r = sd_bus_set_address(bus, address);
+                if (r >= 0)
+                        r = sd_bus_set_bus_client(bus, 1);
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+        }
+        if (r < 0) {
+                sd_bus_unref(bus);
+                fprintf(stderr, "placectl: cannot connect to %s: %s\n", where, strerror(-r));
+                if (r == -ENOENT || r == -ECONNREFUSED)
+                        fprintf(stderr, "placectl: no bus there; if placed runs on a private bus, "
+                                        "pass --address ADDRESS or set PLACED_BUS_ADDRESS.\n");
+                return EXIT_UNREACHABLE;
+        }
+        /* Lets polkit ask for a password where it would (harmless otherwise). */
+        (void)sd_bus_set_allow_interactive_authorization(bus, 1);
+        *ret = bus;
+        return 0;
+}
+
+/* Calls a method of org.placed1.Manager. Return: 0 with *ret_reply, or an exit code. */
+static int call(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types,
+                ...) {
+        sd_bus_message *msg = NULL, *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        va_list ap;
+
+        int r = sd_bus_message_new_method_call(bus, &msg, PLACED_BUS_NAME, PLACED_BUS_PATH,
+                                               PLACED_BUS_INTERFACE, method);
+        if (r >= 0 && types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(msg, types, ap);
+                va_end(ap);
+        }
+        if (r >= 0)
+                r = sd_bus_call(bus, msg, 0, &error, &reply);
+        sd_bus_message_unref(msg);
+        if (r < 0) {
+                int code = report_error(&error, r, method);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        if (ret_reply)
+                *ret_reply = reply;
+        else
+                sd_bus_message_unref(reply);
+        return 0;
+}
+
+static void print_json(json_object *o) {
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+}
+
+static int parse_error(int r) {
+        fprintf(stderr, "placectl: unexpected reply from placed: %s\n", strerror(-r));
+        return EXIT_DAEMON;
+}
+
+/* Reads one property's variant into the status object under key. Return: 0 or negative errno. */
+static int status_read_value(sd_bus_message *reply, const char *key, json_object *status) {
+        const char *contents;
+        char type;
+        int r = sd_bus_message_peek_type(reply, &type, &contents);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'v', contents);
+        if (r < 0)
+                return r;
+
+        json_object *v = NULL;
+        if (strcmp(contents, "s") == 0) {
+                const char *s;
+                r = sd_bus_message_read(reply, "s", &s);
+                if (r >= 0)
+                        v = json_object_new_string(s);
+        } else if (strcmp(contents, "t") == 0) {
+                uint64_t t;
+                r = sd_bus_message_read(reply, "t", &t);
+                if (r >= 0)
+                        v = json_object_new_uint64(t);
+        } else if (strcmp(contents, "u") == 0) {
+                uint32_t u;
+                r = sd_bus_message_read(reply, "u", &u);
+                if (r >= 0)
+                        v = json_object_new_int64(u);
+        } else if (strcmp(contents, "as") == 0) {
+                const char *s;
+                v = json_object_new_array();
+                r = sd_bus_message_enter_container(reply, 'a', "s");
+                while (r >= 0 && (r = sd_bus_message_read(reply, "s", &s)) > 0)
+                        json_object_array_add(v, json_object_new_string(s));
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        } else if (strcmp(contents, "a(uss)") == 0) { /* Holds */
+                const char *profile, *reason;
+                uint32_t cookie;
+                v = json_object_new_array();
+                r = sd_bus_message_enter_container(reply, 'a', "(uss)");
+                while (r >= 0 &&
+                       (r = sd_bus_message_read(reply, "(uss)", &cookie, &profile, &reason)) > 0) {
+                        json_object *h = json_object_new_object();
+                        json_object_object_add(h, "cookie", json_object_new_int64(cookie));
+                        json_object_object_add(h, "profile", json_object_new_string(profile));
+                        json_object_object_add(h, "reason", json_object_new_string(reason));
+                        json_object_array_add(v, h);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        } else
+                r = sd_bus_message_skip(reply, contents); /* newer daemon, unknown type */
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0 && v)
+                json_object_object_add(status, key, v);
+        else
+                json_object_put(v);
+        return r;
+}
+
+/* Fetches every property with one GetAll. Return: 0 with *ret, or an exit code. */
+static int fetch_status(sd_bus *bus, json_object **ret) {
+        sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *key;
+
+        int r = sd_bus_call_method(bus, PLACED_BUS_NAME, PLACED_BUS_PATH,
+                                   "org.freedesktop.DBus.Properties", "GetAll", &error, &reply, "s",
+                                   PLACED_BUS_INTERFACE);
+        if (r < 0) {
+                int code = report_error(&error, r, "reading the status");
+                sd_bus_error_free(&error);
+                return code;
+        }
+
+        json_object *status = json_object_new_object();
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(reply, "s", &key);
+                if (r >= 0)
+                        r = status_read_value(reply, key, status);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                json_object_put(status);
+                return parse_error(r);
+        }
+        *ret = status;
+        return 0;
+}
+
+static const char *status_str(json_object *status, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(status, key, &v) ? json_object_get_string(v) : "?";
+}
+
+static void print_status_text(json_object *status) {
+        json_object *profiles, *holds;
+
+        printf("      Profile: %s\n", status_str(status, "ActiveProfile"));
+        if (json_object_object_get_ex(status, "Profiles", &profiles)) {
+                printf("     Profiles:");
+                for (size_t i = 0; i < json_object_array_length(profiles); i++)
+                        printf(" %s",
+                               json_object_get_string(json_object_array_get_idx(profiles, i)));
+                printf("\n");
+        }
+        printf("         Mode: %s\n", status_str(status, "Mode"));
+        if (json_object_object_get_ex(status, "Holds", &holds) &&
+            json_object_array_length(holds) > 0)
+                for (size_t i = 0; i < json_object_array_length(holds); i++) {
+                        json_object *h = json_object_array_get_idx(holds, i);
+                        printf("%s %s (cookie %s): %s\n",
+                               i == 0 ? "        Holds:" : "             ",
+                               status_str(h, "profile"), status_str(h, "cookie"),
+                               status_str(h, "reason"));
+                }
+        else
+                printf("        Holds: none\n");
+        printf("  Wake source: %s\n", status_str(status, "WakeSource"));
+        printf("       Groups: %s\n", status_str(status, "Groups"));
+        printf("   Placements: %s changes\n", status_str(status, "PlacementChanges"));
+        printf("      Reloads: %s\n", status_str(status, "Reloads"));
+        printf("        Ticks: %s (last took %s us)\n", status_str(status, "Ticks"),
+               status_str(status, "TickCostUSec"));
+        printf("      Version: %s\n", status_str(status, "Version"));
+}
+
+/* JSON keys in snake_case, as the rest of placed's JSON. */
+static json_object *status_to_json(json_object *status) {
+        static const char *const keys[][2] = {
+                { "Version", "version" },
+                { "ActiveProfile", "active_profile" },
+                { "Profiles", "profiles" },
+                { "Mode", "mode" },
+                { "WakeSource", "wake_source" },
+                { "Holds", "holds" },
+                { "Groups", "groups" },
+                { "PlacementChanges", "placement_changes" },
+                { "Reloads", "reloads" },
+                { "Ticks", "ticks" },
+                { "TickCostUSec", "tick_cost_usec" },
+        };
+        json_object *o = json_object_new_object(), *v;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (json_object_object_get_ex(status, keys[i][0], &v))
+                        json_object_object_add(o, keys[i][1], json_object_get(v));
+        return o;
+}
+
+static int verb_status(sd_bus *bus, const Args *a) {
+        json_object *status;
+        int r = fetch_status(bus, &status);
+        if (r != 0)
+                return r;
+        if (a->json)
+                print_json(status_to_json(status));
+        else
+                print_status_text(status);
+        json_object_put(status);
+        return EXIT_OK;
+}
+
+static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
+        if (argc > 1)
+                return usage_error("profile takes at most one NAME, not \"%s\".", argv[1]);
+        if (argc == 1)
+                return call(bus, "SetProfile", NULL, "s", argv[0]);
+
+        json_object *status, *profiles;
+        int r = fetch_status(bus, &status);
+        if (r != 0)
+                return r;
+        if (a->json) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "active_profile",
+                                       json_object_new_string(status_str(status, "ActiveProfile")));
+                if (json_object_object_get_ex(status, "Profiles", &profiles))
+                        json_object_object_add(o, "profiles", json_object_get(profiles));
+                print_json(o);
+        } else
+                printf("%s\n", status_str(status, "ActiveProfile"));
+        json_object_put(status);
+        return EXIT_OK;
+}
+
+/* Reads one (tsaudtdss) group into a JSON object. Return: >0 read, 0 at the end, <0 error. */
+static int read_group(sd_bus_message *reply, json_object **ret) {
+        const char *class, *cpus, *ran_on;
+        uint64_t id, runq_delay_us;
+        double util, wake_rate;
+        uint32_t tid;
+
+        int r = sd_bus_message_enter_container(reply, 'r', "tsaudtdss");
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(reply, "ts", &id, &class);
+        if (r < 0)
+                return r;
+        json_object *g = json_object_new_object(), *tids = json_object_new_array();
+        r = sd_bus_message_enter_container(reply, 'a', "u");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "u", &tid)) > 0)
+                json_object_array_add(tids, json_object_new_int64(tid));
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "dtdss", &util, &runq_delay_us, &wake_rate, &cpus,
+                                        &ran_on);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        json_object_object_add(g, "id", json_object_new_uint64(id));
+        json_object_object_add(g, "class", json_object_new_string(r >= 0 ? class : ""));
+        json_object_object_add(g, "tids", tids);
+        if (r >= 0) {
+                json_object_object_add(g, "util", json_object_new_double(util));
+                json_object_object_add(g, "runq_delay_us", json_object_new_uint64(runq_delay_us));
+                json_object_object_add(g, "wake_rate", json_object_new_double(wake_rate));
+                json_object_object_add(g, "cpus", json_object_new_string(cpus));
+                json_object_object_add(g, "ran_on", json_object_new_string(ran_on));
+        }
+        if (r < 0) {
+                json_object_put(g);
+                return r;
+        }
+        *ret = g;
+        return 1;
+}
+
+static void print_group_row(json_object *g) {
+        json_object *tids = NULL, *v;
+        char list[64] = "";
+        size_t len = 0;
+
+        json_object_object_get_ex(g, "tids", &tids);
+        size_t n = json_object_array_length(tids);
+        for (size_t i = 0; i < n && len < sizeof(list) - 16; i++)
+                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? "," : "",
+                                        json_object_get_string(json_object_array_get_idx(tids, i)));
+        if (len >= sizeof(list) - 16 && n > 0)
+                snprintf(list + len, sizeof(list) - len, ",...");
+
+        double util = json_object_object_get_ex(g, "util", &v) ? json_object_get_double(v) : 0;
+        printf("%-6s %-7s %5zu %6.2f %10s  %-12s %s\n", status_str(g, "id"), status_str(g, "class"),
+               n, util, status_str(g, "runq_delay_us"), status_str(g, "cpus"), list);
+}
+
+static int verb_groups(sd_bus *bus, const Args *a) {
+        sd_bus_message *reply = NULL;
+        json_object *groups = json_object_new_array(), *g;
+
+        int r = call(bus, "ListGroups", &reply, NULL);
+        if (r != 0) {
+                json_object_put(groups);
+                return r;
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "(tsaudtdss)");
+        while (r >= 0 && (r = read_group(reply, &g)) > 0)
+                json_object_array_add(groups, g);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                json_object_put(groups);
+                return parse_error(r);
+        }
+
+        if (a->json) {
+                print_json(groups);
+                return EXIT_OK;
+        }
+        printf("%-6s %-7s %5s %6s %10s  %-12s %s\n", "ID", "CLASS", "TASKS", "UTIL", "RUNQ-US",
+               "CPUS", "TIDS");
+        for (size_t i = 0; i < json_object_array_length(groups); i++)
+                print_group_row(json_object_array_get_idx(groups, i));
+        printf("\n%zu groups.\n", json_object_array_length(groups));
+        json_object_put(groups);
+        return EXIT_OK;
+}
+
+static int verb_explain(sd_bus *bus, const Args *a, const char *arg) {
+        sd_bus_message *reply = NULL;
+        const char *text;
+        char *end;
+
+        errno = 0;
+        unsigned long tid = strtoul(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-' || tid == 0 || tid > INT_MAX)
+                return usage_error("\"%s\" is not a task id.", arg);
+
+        int r = call(bus, "Explain", &reply, "u", (uint32_t)tid);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &text);
+        if (r < 0) {
+                sd_bus_message_unref(reply);
+                return parse_error(r);
+        }
+        if (a->json) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "tid", json_object_new_int64((int64_t)tid));
+                json_object_object_add(o, "explanation", json_object_new_string(text));
+                print_json(o);
+        } else
+                printf("%s\n", text);
+        sd_bus_message_unref(reply);
+        return EXIT_OK;
+}
+
+static volatile sig_atomic_t hold_child_pid;
+
+static void hold_forward_signal(int sig) {
+        if (hold_child_pid > 0)
+                kill((pid_t)hold_child_pid, sig);
+}
+
+/* Runs argv and waits. Return: its exit status the way a shell reports it. */
+static int hold_run_command(char **argv) {
+        pid_t pid = fork();
+        if (pid < 0) {
+                fprintf(stderr, "placectl: fork: %s\n", strerror(errno));
+                return EXIT_DAEMON;
+        }
+        if (pid == 0) {
+                execvp(argv[0], argv);
+                fprintf(stderr, "placectl: cannot run \"%s\": %s\n", argv[0], strerror(errno));
+                _exit(errno == ENOENT ? 127 : 126);
+        }
+
+        /* The terminal sends SIGINT/SIGQUIT to COMMAND too: outlive it to release the hold. */
+        hold_child_pid = pid;
+        struct sigaction forward = { .sa_handler = hold_forward_signal };
+        struct sigaction ignore = { .sa_handler = SIG_IGN };
+        sigaction(SIGTERM, &forward, NULL);
+        sigaction(SIGHUP, &forward, NULL);
+        sigaction(SIGINT, &ignore, NULL);
+        sigaction(SIGQUIT, &ignore, NULL);
+
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR) {
+                        fprintf(stderr, "placectl: waitpid: %s\n", strerror(errno));
+                        return EXIT_DAEMON;
+                }
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return WEXITSTATUS(status);
+}
+
+static int verb_hold(sd_bus *bus, const Args *a, int argc, char **argv) {
+        sd_bus_message *reply = NULL;
+        char reason[200];
+        uint32_t cookie;
+
+        if (argc < 2)
+                return usage_error("hold needs a PROFILE and a COMMAND: "
+                                   "placectl hold PROFILE -- COMMAND [ARG...]");
+        if (a->reason)
+                snprintf(reason, sizeof(reason), "%s", a->reason);
+        else
+                snprintf(reason, sizeof(reason), "placectl hold: %s", argv[1]);
+
+        int r = call(bus, "HoldProfile", &reply, "ss", argv[0], reason);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_read(reply, "u", &cookie);
+        sd_bus_message_unref(reply);
+        if (r < 0)
+                return parse_error(r);
+
+        /* If placectl dies, its connection closes and placed drops the hold. */
+        int code = hold_run_command(argv + 1);
+        if (call(bus, "ReleaseProfile", NULL, "u", cookie) != 0)
+                fprintf(stderr, "placectl: the hold ends anyway as placectl leaves the bus.\n");
+        return code;
+}
+
+static int not_available(const char *what) {
+        fprintf(stderr, "placectl: not available yet: %s\n", what);
+        return EXIT_DAEMON;
+}
+
+static int run_verb(sd_bus *bus, const Args *a, const char *verb, int argc, char **argv) {
+        if (strcmp(verb, "status") == 0)
+                return argc ? usage_error("status takes no argument, not \"%s\".", argv[0])
+                            : verb_status(bus, a);
+        if (strcmp(verb, "profile") == 0)
+                return verb_profile(bus, a, argc, argv);
+        if (strcmp(verb, "groups") == 0)
+                return argc ? usage_error("groups takes no argument, not \"%s\".", argv[0])
+                            : verb_groups(bus, a);
+        if (strcmp(verb, "explain") == 0)
+                return argc == 1 ? verb_explain(bus, a, argv[0])
+                                 : usage_error("explain needs exactly one TID.");
+        if (strcmp(verb, "reload") == 0 || strcmp(verb, "restore") == 0)
+                return argc ? usage_error("this command takes no argument, not \"%s\".", argv[0])
+                            : call(bus, strcmp(verb, "reload") == 0 ? "Reload" : "Restore", NULL,
+                                   NULL);
+        return verb_hold(bus, a, argc, argv);
+}
+
+static bool verb_known(const char *verb) {
+        static const char *const verbs[] = { "status", "profile", "groups", "explain",
+                                             "reload", "restore", "hold" };
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (strcmp(verb, verbs[i]) == 0)
+                        return true;
+        return false;
+}
+
+static const struct option options[] = {
+        { "address", required_argument, NULL, 'a' },
+        { "json", no_argument, NULL, 'j' },
+        { "reason", required_argument, NULL, 'r' },
+        { "dot", no_argument, NULL, 'D' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        {},
+};
+
+int main(int argc, char *argv[]) {
+        Args a = { 0 };
+        sd_bus *bus = NULL;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "a:jr:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'a':
+                        a.address = optarg;
+                        break;
+                case 'j':
+                        a.json = true;
+                        break;
+                case 'r':
+                        a.reason = optarg;
+                        break;
+                case 'D':
+                        a.dot = true;
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                case 'V':
+                        printf("placectl %s\n", PLACED_VERSION);
+                        return EXIT_OK;
+                default:
+                        fprintf(stderr, "Try \"placectl --help\".\n");
+                        return EXIT_USAGE;
+                }
+        if (optind >= argc)
+                return usage_error("no command given.");
+
+        const char *verb = argv[optind];
+        int nargs = argc - optind - 1;
+        char **args = argv + optind + 1;
+
+        /* Their data arrives with wake sampling and the planner (later issues). */
+        if (strcmp(verb, "graph") == 0)
+                return a.dot || a.json ? not_available("the wake graph comes with wake sampling.")
+                                       : usage_error("graph needs --dot (or --json).");
+        if (strcmp(verb, "snapshot") == 0)
+                return not_available("snapshots come with the planner.");
+        if (!verb_known(verb))
+                return usage_error("unknown command \"%s\".", verb);
+
+        int r = connect_bus(a.address, &bus);
+        if (r != 0)
+                return r;
+        r = run_verb(bus, &a, verb, nargs, args);
+        sd_bus_flush_close_unref(bus);
+        return r;
+}

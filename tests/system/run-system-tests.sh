@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# placed as a real systemd service, end to end ("make check-system").
+#
+#   tests/system/run-system-tests.sh BUILD_DIR
+#
+# Installs placed into this machine ("make install" staged through DESTDIR,
+# then copied, so every installed file is known and removed afterwards;
+# files that existed before are backed up and put back), boots systemd as
+# PID 1 of a private PID + mount namespace with its own /tmp and /run (see
+# TESTING.md), and checks: the unit's sandbox rating, "systemctl start"
+# reaching active through READY=1, busctl reading ActiveProfile on the
+# system bus, placectl over the system bus, the bus policy and the polkit
+# path refusing an unprivileged caller, "systemctl reload", SIGKILL of the
+# main process running ExecStopPost (placed --restore) and the restart, and
+# "systemctl stop" ending with Result=success. Then it powers the namespace
+# off and uninstalls. Needs root; exits 77 without it.
+set -eu
+build=$(cd "${1:?usage: run-system-tests.sh BUILD_DIR}" && pwd)
+src=$(cd "$(dirname "$0")/../.." && pwd)
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+skip() {
+    echo "skipped: $*"
+    exit 77
+}
+ok() { echo "ok - $*"; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root: it installs placed and boots systemd in a namespace"
+[ -x /lib/systemd/systemd ] || skip "systemd is not installed"
+command -v unshare >/dev/null && command -v nsenter >/dev/null || skip "util-linux unshare/nsenter missing"
+[ -x "$build/placed" ] && [ -x "$build/placectl" ] || fail "build placed and placectl first (make)"
+
+PREFIX=/usr/local
+# Debian's dbus-daemon reads /usr/share/dbus-1/system.d and /etc/dbus-1/system.d,
+# not $PREFIX/share/dbus-1/system.d; polkit reads only /usr/share/polkit-1/actions.
+DBUS_POLICYDIR=/etc/dbus-1/system.d
+POLKIT_ACTIONSDIR=/usr/share/polkit-1/actions
+work=$(mktemp -d /tmp/placed-system.XXXXXX)
+stage=$work/stage
+sdpid=
+unshare_pid=
+
+in_ns() { nsenter -t "$sdpid" -m -p "$@"; }
+
+# --- cleanup: power the namespace off, then undo the installation
+installed=() # absolute paths this test created
+backups=()   # "path" of files that existed before (saved in $work/backup)
+created_dirs=()
+cleanup() {
+    local rc=$?
+    set +e
+    if [ -n "$sdpid" ] && kill -0 "$sdpid" 2>/dev/null; then
+        in_ns systemctl poweroff >/dev/null 2>&1
+        for _ in $(seq 100); do kill -0 "$sdpid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$sdpid" 2>/dev/null
+    fi
+    [ -n "$unshare_pid" ] && wait "$unshare_pid" 2>/dev/null
+    for f in "${installed[@]}"; do rm -f "$f"; done
+    for f in "${backups[@]}"; do cp -a "$work/backup$f" "$f"; done
+    for ((i = ${#created_dirs[@]} - 1; i >= 0; i--)); do rmdir "${created_dirs[i]}" 2>/dev/null; done
+    rm -rf "$work"
+    [ $rc -eq 0 ] && echo "cleaned up: namespace powered off, ${#installed[@]} installed files removed"
+    exit $rc
+}
+trap cleanup EXIT
+
+# --- 1. the unit's sandbox, rated offline
+sed "s|@SBINDIR@|$PREFIX/sbin|g" "$src/systemd/placed.service" >"$work/placed.service"
+systemd-analyze security --offline=yes "$work/placed.service" >"$work/security" 2>&1 ||
+    { cat "$work/security"; fail "systemd-analyze security failed"; }
+score=$(sed -n 's/.*Overall exposure level for placed.service: \([0-9.]*\).*/\1/p' "$work/security")
+[ -n "$score" ] || { cat "$work/security"; fail "no exposure level"; }
+awk -v s="$score" 'BEGIN { exit !(s <= 3.0) }' || fail "exposure level $score is above 3.0"
+ok "systemd-analyze security: exposure $score (<= 3.0)"
+
+# --- 2. make install, staged, then copied in with a record of every file
+make -C "$src" --no-print-directory BUILD="$(realpath --relative-to="$src" "$build")" \
+    install DESTDIR="$stage" PREFIX=$PREFIX DBUS_POLICYDIR=$DBUS_POLICYDIR >"$work/install.log" 2>&1 ||
+    { cat "$work/install.log"; fail "make install failed"; }
+install -Dm644 "$src/systemd/org.placed1.policy" "$stage$POLKIT_ACTIONSDIR/org.placed1.policy"
+mkdir -p "$work/backup"
+while IFS= read -r d; do
+    [ -d "$d" ] || { created_dirs+=("$d"); mkdir -p "$d"; }
+done < <(cd "$stage" && find . -mindepth 1 -type d | sed 's|^\.||' | sort)
+while IFS= read -r f; do
+    if [ -e "$f" ]; then
+        mkdir -p "$work/backup$(dirname "$f")"
+        cp -a "$f" "$work/backup$f"
+        backups+=("$f")
+    else
+        installed+=("$f")
+    fi
+    cp -a "$stage$f" "$f"
+done < <(cd "$stage" && find . -type f | sed 's|^\.||')
+[ -f "$DBUS_POLICYDIR/org.placed1.conf" ] || fail "the D-Bus policy was not installed in $DBUS_POLICYDIR"
+ok "make install: ${#installed[@]} new files, ${#backups[@]} replaced (restored afterwards)"
+
+# --- 3. systemd as PID 1 of a namespace, private /tmp and /run
+unshare --pid --fork --mount --mount-proc --propagation private \
+    sh -c 'mount -t tmpfs tmpfs /tmp && mount -t tmpfs -o mode=755 tmpfs /run &&
+           exec env container=other /lib/systemd/systemd --system --unit=multi-user.target' \
+    >"$work/systemd.out" 2>&1 &
+unshare_pid=$!
+for _ in $(seq 100); do
+    sdpid=$(pgrep -P "$unshare_pid" || true)
+    [ -n "$sdpid" ] && break
+    sleep 0.1
+done
+[ -n "$sdpid" ] || fail "systemd did not start in the namespace"
+sleep 1
+state=$(timeout 120 nsenter -t "$sdpid" -m -p systemctl is-system-running --wait 2>&1 || true)
+case $state in
+running | degraded) ;;
+*) cat "$work/systemd.out"; fail "namespace systemd is '$state'" ;;
+esac
+ok "systemd is PID 1 of a namespace ($state)"
+
+# --- 4. start: active only after READY=1 (Type=notify)
+in_ns systemctl start placed || { in_ns journalctl -u placed --no-pager | tail -30; fail "systemctl start placed"; }
+[ "$(in_ns systemctl is-active placed)" = active ] || fail "placed is not active"
+[ "$(in_ns systemctl show -p Type --value placed)" = notify ] || fail "unit is not Type=notify"
+status=$(in_ns systemctl show -p StatusText --value placed)
+case $status in Profile*) ;; *) fail "no STATUS= from placed: '$status'" ;; esac
+ok "systemctl start placed: active via READY=1 (status: $status)"
+
+# --- 5. the system bus: busctl and placectl
+got=$(in_ns busctl get-property org.placed1 /org/placed1 org.placed1.Manager ActiveProfile) ||
+    fail "busctl cannot read ActiveProfile on the system bus"
+[ "$got" = 's "balanced"' ] || fail "ActiveProfile is $got"
+in_ns $PREFIX/bin/placectl status >"$work/status" || fail "placectl status over the system bus"
+grep -q '^ *Profile: balanced' "$work/status" || fail "placectl status: $(cat "$work/status")"
+ok "busctl reads ActiveProfile ($got); placectl status works on the system bus"
+
+# --- 6. an unprivileged caller: reads, cannot change (bus policy + polkit)
+in_ns setpriv --reuid nobody --regid nogroup --clear-groups $PREFIX/bin/placectl status >/dev/null ||
+    fail "nobody cannot read the status"
+rc=0
+in_ns setpriv --reuid nobody --regid nogroup --clear-groups $PREFIX/bin/placectl profile power-first \
+    >"$work/denied" 2>&1 || rc=$?
+[ $rc -eq 4 ] || fail "nobody setting a profile: exit $rc, expected 4 ($(cat "$work/denied"))"
+rc=0
+in_ns setpriv --reuid nobody --regid nogroup --clear-groups busctl set-property org.placed1 \
+    /org/placed1 org.placed1.Manager ActiveProfile s power-first >/dev/null 2>&1 || rc=$?
+[ $rc -ne 0 ] || fail "the bus policy let nobody call Properties.Set"
+[ "$(in_ns busctl get-property org.placed1 /org/placed1 org.placed1.Manager ActiveProfile)" = 's "balanced"' ] ||
+    fail "an unprivileged call changed the profile"
+ok "nobody reads, is denied changes: $(sed 's/^placectl: //' "$work/denied")"
+in_ns $PREFIX/bin/placectl profile latency-first ||
+    fail "root cannot set the profile"
+in_ns $PREFIX/bin/placectl profile balanced
+
+# --- 7. systemctl reload (SIGHUP): RELOADING=1 ... READY=1, Reloads counts
+in_ns systemctl reload placed || fail "systemctl reload placed"
+[ "$(in_ns systemctl is-active placed)" = active ] || fail "not active after reload"
+[ "$(in_ns busctl get-property org.placed1 /org/placed1 org.placed1.Manager Reloads)" = "t 1" ] ||
+    fail "Reloads did not count the reload"
+ok "systemctl reload placed: still active, Reloads = 1"
+
+# --- 8. SIGKILL of the main process: ExecStopPost restores, Restart= restarts
+pid1=$(in_ns systemctl show -p MainPID --value placed)
+in_ns systemctl kill --signal=KILL --kill-who=main placed
+for _ in $(seq 100); do
+    pid2=$(in_ns systemctl show -p MainPID --value placed)
+    [ "$(in_ns systemctl is-active placed)" = active ] && [ "$pid2" != "$pid1" ] && [ "$pid2" != 0 ] && break
+    sleep 0.1
+done
+[ "$(in_ns systemctl is-active placed)" = active ] || fail "placed did not come back after SIGKILL"
+echo "$(in_ns systemctl show -p ExecStopPost placed)" | grep -q 'placed --restore' ||
+    fail "ExecStopPost is not placed --restore"
+# The restart resets ExecStopPost's exec status; the log keeps what it said.
+in_ns journalctl -u placed --no-pager -o cat >"$work/journal" 2>&1
+restored='Undo journal ".*": [0-9]* entries\|nothing to restore'
+grep -q "$restored" "$work/journal" || { tail -20 "$work/journal"; fail "no restore in the log"; }
+[ "$(in_ns systemctl show -p NRestarts --value placed)" -ge 1 ] || fail "NRestarts did not count"
+ok "SIGKILL: ExecStopPost ran placed --restore ($(grep -m1 "$restored" "$work/journal")), restarted"
+
+# --- 9. the sandbox as applied: writable only where placed writes
+mainpid=$(in_ns systemctl show -p MainPID --value placed)
+mi=$(in_ns cat /proc/"$mainpid"/mountinfo)
+for d in /usr /etc /var; do
+    if in_ns nsenter -t "$mainpid" -m touch "$d/.placed-rw-test" 2>/dev/null; then
+        in_ns rm -f "$d/.placed-rw-test"
+        fail "$d is writable in placed's sandbox"
+    fi
+done
+echo "$mi" | awk '$5 == "/sys/devices/system/cpu" { print $6 }' | grep -q '^rw' ||
+    fail "/sys/devices/system/cpu is not writable for placed"
+caps=$(in_ns grep CapBnd /proc/"$mainpid"/status | awk '{ print $2 }')
+ok "sandbox applied: /usr /etc /var read-only, /sys/devices/system/cpu rw, CapBnd $caps"
+
+# --- 10. systemctl stop: Result=success
+in_ns systemctl stop placed || fail "systemctl stop placed"
+result=$(in_ns systemctl show -p Result --value placed)
+[ "$result" = success ] || { in_ns journalctl -u placed --no-pager | tail -20; fail "Result=$result after stop"; }
+ok "systemctl stop placed: Result=success"
+echo "all system checks passed"
