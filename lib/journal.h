@@ -84,6 +84,16 @@ int journal_forget(Journal *j, const char *kind, const char *key);
 int journal_restore(Journal *j, const JournalKindOps *ops, unsigned n_ops,
                     JournalRestoreStats *ret_stats);
 
+/*
+ * journal_get() - the values recorded for (kind, key): the original and the
+ * value placed applied last. Pointers stay valid until the next call that
+ * changes the journal. Either out-parameter may be NULL.
+ *
+ * Return: 0, or -ENOENT when (kind, key) has no unrestored record.
+ */
+int journal_get(Journal *j, const char *kind, const char *key, const char **ret_original,
+                const char **ret_applied);
+
 /* Number of objects with unrestored records. */
 unsigned journal_size(Journal *j);
 

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The affinity actuator (see act-affinity.h).
+ *
+ * The order of checks matters: identity first (a reused tid is never
+ * touched), then the owner's intent (kernel threads, PID 1, placed itself,
+ * RT/DL tasks, affinities narrowed by someone else), then "nothing to do",
+ * then the journal, and only then the syscall. Masks go through a
+ * CPU_ALLOC()ed set sized for CPUSET_MAX_CPUS so large machines work.
+ */
+#include "act-affinity.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define PF_KTHREAD_FLAG 0x00200000U
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
+struct ActAffinity {
+        ActAffinityOptions opts;
+        char *procfs_root;
+        char *cgroup_root;
+};
+
+static int read_text(const char *path, char **ret) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        char *buf = NULL;
+        size_t n = 0;
+        ssize_t len = getdelim(&buf, &n, '\0', f);
+        int r = len < 0 ? (ferror(f) ? -EIO : 0) : 0;
+        fclose(f);
+        if (r < 0 || len < 0) {
+                free(buf);
+                return r < 0 ? r : -EINVAL;
+        }
+        *ret = buf;
+        return 0;
+}
+
+static int parse_stat(char *text, AffinityTask *t) {
+        char *p = strrchr(text, ')'); /* comm may hold spaces and parens */
+        if (!p)
+                return -EINVAL;
+        /* tok[i] is field i + 3: state, ppid, ..., flags (9), starttime (22), policy (41). */
+        char *tok[39], *save = NULL;
+        unsigned n = 0;
+        for (char *s = strtok_r(p + 1, " \n", &save); s && n < ELEMENTSOF(tok);
+             s = strtok_r(NULL, " \n", &save))
+                tok[n++] = s;
+        if (n < ELEMENTSOF(tok))
+                return -EINVAL;
+        t->ppid = (pid_t)strtol(tok[4 - 3], NULL, 10);
+        t->flags = (unsigned)strtoul(tok[9 - 3], NULL, 10);
+        t->start_time = strtoull(tok[22 - 3], NULL, 10);
+        t->policy = (unsigned)strtoul(tok[41 - 3], NULL, 10);
+        return 0;
+}
+
+int act_affinity_read_task(const char *procfs_root, pid_t tid, AffinityTask *ret) {
+        if (tid <= 0 || !ret)
+                return -EINVAL;
+        _cleanup_free_ char *path = NULL, *stat = NULL, *status = NULL;
+        AffinityTask t = { .tid = tid };
+
+        if (asprintf(&path, "%s/%d/stat", procfs_root, (int)tid) < 0)
+                return -ENOMEM;
+        int r = read_text(path, &stat);
+        if (r < 0)
+                return r;
+        r = parse_stat(stat, &t);
+        if (r < 0)
+                return r;
+
+        free(path);
+        if (asprintf(&path, "%s/%d/status", procfs_root, (int)tid) < 0)
+                return -ENOMEM;
+        r = read_text(path, &status);
+        if (r < 0)
+                return r;
+        const char *tg = strstr(status, "\nTgid:");
+        if (!tg || sscanf(tg + 6, "%d", &t.tgid) != 1)
+                return -EINVAL;
+        *ret = t;
+        return 0;
+}
+
+/* Reads tid's facts and checks it is still the task id names. */
+static int read_task_checked(const char *procfs_root, const TaskId *id, AffinityTask *ret) {
+        int r = act_affinity_read_task(procfs_root, id->tid, ret);
+        if (r < 0)
+                return r;
+        return ret->start_time == id->start_time ? 0 : -ESRCH;
+}
+
+static int get_affinity(pid_t tid, CpuSet *ret) {
+        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
+        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
+        if (!set)
+                return -ENOMEM;
+        CPU_ZERO_S(size, set);
+        int r = sched_getaffinity(tid, size, set) < 0 ? negative_errno() : 0;
+        if (r == 0) {
+                cpuset_zero(ret);
+                for (int c = 0; c < CPUSET_MAX_CPUS; c++)
+                        if (CPU_ISSET_S(c, size, set))
+                                cpuset_set(ret, c);
+        }
+        CPU_FREE(set);
+        return r;
+}
+
+static int set_affinity(pid_t tid, const CpuSet *cpus) {
+        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
+        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
+        if (!set)
+                return -ENOMEM;
+        CPU_ZERO_S(size, set);
+        CPUSET_FOREACH (c, cpus)
+                CPU_SET_S(c, size, set);
+        int r = sched_setaffinity(tid, size, set) < 0 ? negative_errno() : 0;
+        CPU_FREE(set);
+        return r;
+}
+
+void act_affinity_format_key(const TaskId *id, char *buf, size_t size) {
+        snprintf(buf, size, "%d:%" PRIu64, (int)id->tid, id->start_time);
+}
+
+static int parse_key(const char *key, TaskId *ret) {
+        int tid;
+        uint64_t start;
+        char extra;
+        if (sscanf(key, "%d:%" SCNu64 "%c", &tid, &start, &extra) != 2 || tid <= 0)
+                return -EINVAL;
+        *ret = (TaskId){ .tid = tid, .start_time = start };
+        return 0;
+}
+
+int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret) {
+        if (!opts || !ret || (!opts->dry_run && !opts->journal) || cpuset_is_empty(&opts->online))
+                return -EINVAL;
+        ActAffinity *a = calloc(1, sizeof(ActAffinity));
+        if (!a)
+                return -ENOMEM;
+        a->opts = *opts;
+        a->procfs_root = strdup(opts->procfs_root ? opts->procfs_root : "/proc");
+        a->cgroup_root = opts->cgroup_root ? strdup(opts->cgroup_root) : NULL;
+        if (!a->procfs_root || (opts->cgroup_root && !a->cgroup_root)) {
+                act_affinity_free(a);
+                return -ENOMEM;
+        }
+        a->opts.procfs_root = a->procfs_root;
+        a->opts.cgroup_root = a->cgroup_root;
+        if (a->opts.self_pid <= 0)
+                a->opts.self_pid = getpid();
+        *ret = a;
+        return 0;
+}
+
+ActAffinity *act_affinity_free(ActAffinity *a) {
+        if (!a)
+                return NULL;
+        free(a->procfs_root);
+        free(a->cgroup_root);
+        free(a);
+        return NULL;
+}
+
+/* The CPUs the task's cpuset allows, within the online set. */
+static void task_cpuset(const ActAffinity *a, pid_t tid, CpuSet *ret) {
+        *ret = a->opts.online;
+        if (!a->cgroup_root)
+                return;
+        _cleanup_free_ char *path = NULL, *cg = NULL, *file = NULL;
+        if (asprintf(&path, "%s/%d/cpuset", a->procfs_root, (int)tid) < 0 ||
+            read_text(path, &cg) < 0)
+                return;
+        cg[strcspn(cg, "\n")] = '\0';
+        CpuSet eff;
+        const char *names[] = { "cpuset.cpus.effective", "cpuset.effective_cpus" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                free(file);
+                if (asprintf(&file, "%s%s/%s", a->cgroup_root, cg, names[i]) < 0)
+                        return;
+                if (cpuset_read_file(file, &eff) == 0 && !cpuset_is_empty(&eff)) {
+                        cpuset_and(ret, &a->opts.online, &eff);
+                        return;
+                }
+        }
+}
+
+static AffinityResult check_owner(const ActAffinity *a, const AffinityTask *t) {
+        if (t->flags & PF_KTHREAD_FLAG || t->tid == 2 || t->ppid == 2)
+                return AFFINITY_REFUSED_KTHREAD;
+        if (t->tgid == 1)
+                return AFFINITY_REFUSED_INIT;
+        if (t->tgid == a->opts.self_pid)
+                return AFFINITY_REFUSED_SELF;
+        if (t->policy == SCHED_FIFO || t->policy == SCHED_RR || t->policy == SCHED_DEADLINE)
+                return AFFINITY_REFUSED_RT;
+        return AFFINITY_SET;
+}
+
+/* True if current is what placed set last for key. */
+static bool is_ours(const ActAffinity *a, const char *key, const CpuSet *current) {
+        const char *applied;
+        CpuSet s;
+        if (!a->opts.journal ||
+            journal_get(a->opts.journal, ACT_AFFINITY_KIND, key, NULL, &applied) < 0)
+                return false;
+        return cpuset_parse(applied, &s) == 0 && cpuset_equal(&s, current);
+}
+
+static int journal_and_set(ActAffinity *a, const char *key, pid_t tid, const CpuSet *current,
+                           const CpuSet *target) {
+        _cleanup_free_ char *orig = NULL, *applied = NULL;
+        if (cpuset_to_string(current, &orig) < 0 || cpuset_to_string(target, &applied) < 0)
+                return -ENOMEM;
+        int first = journal_record_change(a->opts.journal, ACT_AFFINITY_KIND, key, orig, applied);
+        if (first < 0)
+                return first; /* not journaled: do not change */
+        int r = set_affinity(tid, target);
+        if (r < 0 && first == 1)
+                (void)journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key);
+        return r;
+}
+
+int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
+                       AffinityResult *ret_result, CpuSet *ret_applied) {
+        if (!a || !id || !want)
+                return -EINVAL;
+        AffinityTask t;
+        int r = read_task_checked(a->procfs_root, id, &t);
+        if (r < 0)
+                return r;
+        char key[64];
+        act_affinity_format_key(id, key, sizeof(key));
+
+        AffinityResult res = check_owner(a, &t);
+        CpuSet full, current, target;
+        if (res == AFFINITY_SET) {
+                r = get_affinity(id->tid, &current);
+                if (r < 0)
+                        return r;
+                task_cpuset(a, id->tid, &full);
+                if (!cpuset_equal(&current, &full) && !is_ours(a, key, &current)) {
+                        res = AFFINITY_REFUSED_NARROWED;
+                        if (a->opts.journal && !a->opts.dry_run)
+                                (void)journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key);
+                }
+        }
+        if (res == AFFINITY_SET) {
+                cpuset_and(&target, want, &full);
+                if (cpuset_is_empty(&target))
+                        res = AFFINITY_EMPTY;
+                else if (cpuset_equal(&target, &current))
+                        res = AFFINITY_UNCHANGED;
+                else if (a->opts.dry_run)
+                        res = AFFINITY_WOULD_SET;
+        }
+        if (res == AFFINITY_SET) {
+                r = journal_and_set(a, key, id->tid, &current, &target);
+                if (r < 0)
+                        return r;
+        }
+        if (ret_result)
+                *ret_result = res;
+        if (ret_applied && res <= AFFINITY_UNCHANGED)
+                *ret_applied = target;
+        return res == AFFINITY_SET ? 1 : 0;
+}
+
+int act_affinity_release(ActAffinity *a, const TaskId *id) {
+        if (!a || !id)
+                return -EINVAL;
+        char key[64];
+        act_affinity_format_key(id, key, sizeof(key));
+        const char *orig;
+        if (!a->opts.journal ||
+            journal_get(a->opts.journal, ACT_AFFINITY_KIND, key, &orig, NULL) < 0)
+                return 0;
+        if (a->opts.dry_run)
+                return 0;
+
+        CpuSet current, original;
+        AffinityTask t;
+        int r = read_task_checked(a->procfs_root, id, &t);
+        if (r == 0)
+                r = get_affinity(id->tid, &current);
+        if (r == -ESRCH || (r == 0 && !is_ours(a, key, &current)))
+                return journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key) < 0 ? -EIO : 0;
+        if (r < 0)
+                return r;
+        r = cpuset_parse(orig, &original);
+        if (r < 0)
+                return r;
+        r = set_affinity(id->tid, &original);
+        if (r == -ESRCH)
+                r = 0;
+        else if (r < 0)
+                return r;
+        else
+                r = 1;
+        int k = journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key);
+        return k < 0 ? k : r;
+}
+
+static int ops_read(const char *key, char **ret, void *userdata) {
+        TaskId id;
+        AffinityTask t;
+        CpuSet cur;
+        int r = parse_key(key, &id);
+        if (r < 0)
+                return r;
+        r = read_task_checked(userdata, &id, &t);
+        if (r < 0)
+                return r;
+        r = get_affinity(id.tid, &cur);
+        if (r < 0)
+                return r;
+        return cpuset_to_string(&cur, ret);
+}
+
+static int ops_write(const char *key, const char *value, void *userdata) {
+        TaskId id;
+        AffinityTask t;
+        CpuSet s;
+        int r = parse_key(key, &id);
+        if (r < 0)
+                return r;
+        r = cpuset_parse(value, &s);
+        if (r < 0)
+                return r;
+        r = read_task_checked(userdata, &id, &t);
+        if (r < 0)
+                return r;
+        return set_affinity(id.tid, &s);
+}
+
+static bool ops_equal(const char *a, const char *b) {
+        CpuSet x, y;
+        if (cpuset_parse(a, &x) < 0 || cpuset_parse(b, &y) < 0)
+                return strcmp(a, b) == 0;
+        return cpuset_equal(&x, &y);
+}
+
+void act_affinity_kind_ops(const char *procfs_root, JournalKindOps *ret) {
+        *ret = (JournalKindOps){
+                .kind = ACT_AFFINITY_KIND,
+                .read = ops_read,
+                .write = ops_write,
+                .equal = ops_equal,
+                .userdata = (void *)(procfs_root ? procfs_root : "/proc"),
+        };
+}
+
+bool act_affinity_error_is_transient(int r) {
+        return r == -ESRCH || r == -EAGAIN || r == -EBUSY || r == -EINTR;
+}
+
+const char *affinity_result_to_string(AffinityResult r) {
+        static const char *const names[] = {
+                [AFFINITY_SET] = "set",
+                [AFFINITY_WOULD_SET] = "would-set",
+                [AFFINITY_UNCHANGED] = "unchanged",
+                [AFFINITY_EMPTY] = "empty-after-clamp",
+                [AFFINITY_REFUSED_KTHREAD] = "refused-kthread",
+                [AFFINITY_REFUSED_INIT] = "refused-init",
+                [AFFINITY_REFUSED_SELF] = "refused-self",
+                [AFFINITY_REFUSED_RT] = "refused-rt",
+                [AFFINITY_REFUSED_NARROWED] = "refused-narrowed",
+        };
+        return (unsigned)r < ELEMENTSOF(names) ? names[r] : "unknown";
+}

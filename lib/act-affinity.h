@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The affinity actuator: sets one thread's allowed CPUs with
+ * sched_setaffinity(), after checking that the thread is the one the model
+ * means (tid + start time) and that it is placed's to touch, clamps the mask
+ * to the thread's cpuset, and journals the original first.
+ *
+ * Per tick, for every task of a group the plan manages:
+ *
+ *     AffinityResult res;
+ *     int r = act_affinity_apply(a, &task_id, &plan_group->cpus, &res, NULL);
+ *     if (r < 0 && !act_affinity_error_is_transient(r)) -> stop managing the task
+ *     if (res >= AFFINITY_REFUSED_KTHREAD) -> never touch it again (log once)
+ *
+ * and for tasks of groups the plan leaves to the kernel (or that left a
+ * managed group): act_affinity_release(a, &task_id).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cpuset.h"
+#include "group.h"
+#include "journal.h"
+
+#define ACT_AFFINITY_KIND "affinity"
+
+typedef struct ActAffinity ActAffinity;
+
+typedef struct ActAffinityOptions {
+        const char *procfs_root; /* "/proc" */
+        /* Where the path in /proc/TID/cpuset resolves: the v1 cpuset mount
+         * ("/sys/fs/cgroup/cpuset") or the v2 root ("/sys/fs/cgroup"). NULL:
+         * the task's cpuset is taken to be the online set. */
+        const char *cgroup_root;
+        CpuSet online;
+        pid_t self_pid;   /* placed's own process; 0 = getpid() */
+        bool dry_run;     /* compute and report, change nothing */
+        Journal *journal; /* borrowed; required unless dry_run */
+} ActAffinityOptions;
+
+/* What act_affinity_apply() did or would do. */
+typedef enum AffinityResult {
+        AFFINITY_SET,       /* the mask was written (return 1) */
+        AFFINITY_WOULD_SET, /* dry run: it would have been written */
+        AFFINITY_UNCHANGED, /* the task already has that mask */
+        AFFINITY_EMPTY,     /* nothing left after clamping to the task's cpuset */
+        /* Never touched (DESIGN.md "Respecting the owner's system"): */
+        AFFINITY_REFUSED_KTHREAD,
+        AFFINITY_REFUSED_INIT,     /* PID 1 and its threads */
+        AFFINITY_REFUSED_SELF,     /* placed itself */
+        AFFINITY_REFUSED_RT,       /* SCHED_FIFO, SCHED_RR, SCHED_DEADLINE */
+        AFFINITY_REFUSED_NARROWED, /* someone else narrowed its affinity */
+} AffinityResult;
+
+/* What /proc/TID/stat and status say about a thread. */
+typedef struct AffinityTask {
+        pid_t tid;
+        pid_t tgid;
+        pid_t ppid;
+        uint64_t start_time; /* field 22 */
+        unsigned flags;      /* field 9 (PF_*) */
+        unsigned policy;     /* field 41 (SCHED_*) */
+} AffinityTask;
+
+int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret);
+ActAffinity *act_affinity_free(ActAffinity *a);
+
+/*
+ * act_affinity_read_task() - read tid's identity and scheduling facts from
+ * procfs_root/TID/stat and status.
+ *
+ * Return: 0; -ESRCH when the thread does not exist; -EINVAL on unparsable
+ * files; other negative errno.
+ */
+int act_affinity_read_task(const char *procfs_root, pid_t tid, AffinityTask *ret);
+
+/*
+ * act_affinity_apply() - give the thread id the CPUs want, clamped to its
+ * cpuset and the online set, unless it is never to be touched.
+ *
+ * The original affinity is journaled (kind "affinity", key "TID:STARTTIME",
+ * value a cpulist) before the first change. A thread whose affinity was
+ * changed by someone else since placed set it is let go (its journal record
+ * forgotten) and reported AFFINITY_REFUSED_NARROWED.
+ *
+ * Return: 1 when the mask was written; 0 when nothing was done (see
+ * *ret_result); negative errno on failure: -ESRCH (thread gone or its tid
+ * reused) and -EAGAIN are transient, -EPERM and -EINVAL permanent (see
+ * act_affinity_error_is_transient()). ret_result (may be NULL) is set
+ * whenever the return is >= 0; ret_applied (may be NULL) receives the
+ * clamped mask for AFFINITY_SET, _WOULD_SET and _UNCHANGED.
+ */
+int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
+                       AffinityResult *ret_result, CpuSet *ret_applied);
+
+/*
+ * act_affinity_release() - hand a thread back to the kernel: put its
+ * original affinity back if it still holds what placed set, and forget it.
+ * In dry run nothing is written.
+ *
+ * Return: 1 when the original was written back; 0 when there was nothing to
+ * do (not journaled, changed by someone else, or gone); negative errno when
+ * the write failed (the record is kept).
+ */
+int act_affinity_release(ActAffinity *a, const TaskId *id);
+
+/*
+ * act_affinity_kind_ops() - the journal operations for kind "affinity":
+ * read and write check the thread's identity first (-ESRCH when it is gone
+ * or its tid was reused), equal compares cpulists. procfs_root must outlive
+ * the ops.
+ */
+void act_affinity_kind_ops(const char *procfs_root, JournalKindOps *ret);
+
+/* Return: true for errors worth retrying next tick (-ESRCH, -EAGAIN, -EBUSY, -EINTR). */
+bool act_affinity_error_is_transient(int r);
+
+/* Formats the journal key "TID:STARTTIME" into buf. */
+void act_affinity_format_key(const TaskId *id, char *buf, size_t size);
+
+/* Return: a short name ("set", "refused-rt", ...). */
+const char *affinity_result_to_string(AffinityResult r);

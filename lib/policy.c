@@ -1,0 +1,957 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The placement policy (see policy.h): turns groups and load into a Plan.
+ *
+ * Model. CPUs are grouped into "units": LLCs, or cores on a machine with a
+ * single LLC, so the same logic spreads over LLCs on a server and over cores
+ * on a laptop or a small VM. Each CPU carries a background load (its busy
+ * share minus what the placed groups that ran there account for) and a
+ * claim (the utilisation of the groups placed on it so far this tick). A
+ * group's own load is thus never held against its current CPUs, and groups
+ * decided earlier in the tick steer later ones away or together.
+ *
+ * Order. Pairs first (they are small and gain the most), then meshes, then
+ * fan-outs, by id within a class, so the same input always gives the same
+ * plan.
+ *
+ * Stability. A decision stands for dwell_ms; after that a group moves only
+ * when the new place is less loaded by min_gain_pct of a CPU per CPU (pairs)
+ * or per unit (meshes, fan-outs). Feedback overrides the dwell: a managed
+ * group whose run-queue delay passed the budget is widened one level on the
+ * next tick (pair: CPU -> core -> LLC -> kernel; mesh/fan-out: one more
+ * unit per step). Widening is not undone while the group lives: flapping
+ * between packed and spread costs more than it saves (intel-lpmd's lesson).
+ * A pair already packed stays packed regardless of its utilisation, which
+ * saturates one CPU precisely because it is packed; only the run-queue
+ * delay can widen it.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json.h>
+
+#include "macro.h"
+
+typedef struct Ctx {
+        const PolicyInput *in;
+        const Topology *t;
+        const Profile *p;
+        const TopoDomain *units;
+        unsigned n_units;
+        bool core_level;
+        double *bg;          /* per CPU: load not from placed groups */
+        double *claim;       /* per CPU: utilisation placed here this tick */
+        unsigned *homes;     /* per unit: groups anchored on it this tick */
+        CpuSet housekeeping; /* power-first: units slices are confined to */
+        bool consolidate;
+} Ctx;
+
+static int unit_of(const Ctx *c, int cpu) {
+        if (cpu < 0 || (unsigned)cpu >= c->t->n_cpus)
+                return -1;
+        return c->core_level ? c->t->cpus[cpu].core : c->t->cpus[cpu].llc;
+}
+
+static double cpu_load(const Ctx *c, int cpu) {
+        return c->bg[cpu] + c->claim[cpu];
+}
+
+static double set_load(const Ctx *c, const CpuSet *s) {
+        double sum = 0;
+        CPUSET_FOREACH (cpu, s)
+                if ((unsigned)cpu < c->t->n_cpus)
+                        sum += cpu_load(c, cpu);
+        return sum;
+}
+
+static double headroom(const Ctx *c) {
+        return 1.0 - MIN(c->p->llc_headroom_pct, 90u) / 100.0;
+}
+
+static void claim_set(Ctx *c, const CpuSet *s, double util) {
+        unsigned n = cpuset_count(s);
+        if (n == 0)
+                return;
+        CPUSET_FOREACH (cpu, s)
+                if ((unsigned)cpu < c->t->n_cpus)
+                        c->claim[cpu] += util / n;
+}
+
+static void compute_background(Ctx *c) {
+        const PolicyInput *in = c->in;
+        TOPO_FOREACH_CPU (cpu, c->t)
+                if ((unsigned)cpu < c->t->n_cpus)
+                        c->bg[cpu] = in->loads && (unsigned)cpu < in->n_loads
+                                             ? MAX(0.0, MIN(1.0, in->loads[cpu].busy))
+                                             : 0.0;
+        for (unsigned i = 0; i < in->n_groups; i++) {
+                const Group *g = &in->groups[i];
+                CpuSet ran;
+                cpuset_and(&ran, &g->ran_on, &c->t->online);
+                unsigned n = cpuset_count(&ran);
+                if (g->class == GROUP_SOLO || n == 0)
+                        continue;
+                CPUSET_FOREACH (cpu, &ran)
+                        if ((unsigned)cpu < c->t->n_cpus)
+                                c->bg[cpu] = MAX(0.0, c->bg[cpu] - g->util / n);
+        }
+}
+
+static void set_reason(PlanGroup *pg, const char *fmt, ...) _printf_(2, 3);
+static void set_reason(PlanGroup *pg, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(pg->reason, sizeof(pg->reason), fmt, ap);
+        va_end(ap);
+}
+
+static void leave(PlanGroup *pg) {
+        pg->managed = false;
+        cpuset_zero(&pg->cpus);
+        pg->home = -1;
+}
+
+/* ---- pairs ---- */
+
+/* The least loaded CPU of cand that has room for util; prefer keeps ties. */
+static int pick_cpu(const Ctx *c, const CpuSet *cand, double util, int prefer) {
+        int best = -1;
+        double best_load = 0;
+        CPUSET_FOREACH (cpu, cand) {
+                if ((unsigned)cpu >= c->t->n_cpus)
+                        break;
+                double l = cpu_load(c, cpu);
+                if (l + util > 1.0 + 1e-9)
+                        continue;
+                if (best < 0 || l < best_load - 1e-9 ||
+                    (fabs(l - best_load) <= 1e-9 && cpu == prefer)) {
+                        best = cpu;
+                        best_load = l;
+                }
+        }
+        return best;
+}
+
+/* The masks a pair widens through, narrowest first. Return: how many. */
+static unsigned pair_levels(const Ctx *c, int cpu, const CpuSet *allowed, CpuSet levels[4]) {
+        const TopoCpu *tc = &c->t->cpus[cpu];
+        CpuSet cand[4];
+        cpuset_zero(&cand[0]);
+        cpuset_set(&cand[0], cpu);
+        if (c->p->pair_placement == PAIR_PLACEMENT_SAME_CORE && tc->core >= 0)
+                cand[0] = c->t->cores[tc->core].cpus;
+        cand[1] = tc->core >= 0 ? c->t->cores[tc->core].cpus : cand[0];
+        cand[2] = tc->llc >= 0 ? c->t->llcs[tc->llc].cpus : cand[1];
+        cand[3] = *allowed;
+        unsigned n = 0;
+        for (unsigned i = 0; i < 4; i++) {
+                CpuSet m;
+                cpuset_and(&m, &cand[i], allowed);
+                if (cpuset_is_empty(&m) || (n > 0 && cpuset_equal(&m, &levels[n - 1])))
+                        continue;
+                levels[n++] = m;
+        }
+        return n;
+}
+
+static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
+                        PlanGroup *pg) {
+        if (c->p->pair_placement == PAIR_PLACEMENT_NONE) {
+                set_reason(pg, "pair: the profile leaves pairs to the kernel");
+                return leave(pg);
+        }
+        bool packed = prev && prev->managed;
+        if (!packed && g->util * 100 > c->p->pair_max_util_pct) {
+                set_reason(pg, "pair: needs %.0f%% of a CPU, more than pair_max_util_pct=%u",
+                           g->util * 100, c->p->pair_max_util_pct);
+                return leave(pg);
+        }
+        int prev_cpu = packed ? cpuset_first(&prev->cpus) : -1;
+        CpuSet cand;
+        cpuset_and(&cand, &g->ran_on, allowed);
+        int cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, g->util, prev_cpu);
+        if (cpu < 0)
+                cpu = pick_cpu(c, allowed, g->util, prev_cpu);
+        /* Stay unless the move gains min_gain_pct of a CPU. */
+        if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
+            (cpu < 0 || (cpu_load(c, prev_cpu) - cpu_load(c, cpu)) * 100 < c->p->min_gain_pct))
+                cpu = prev_cpu;
+        if (cpu < 0) {
+                set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU", g->util * 100);
+                return leave(pg);
+        }
+        CpuSet levels[4];
+        unsigned n = pair_levels(c, cpu, allowed, levels);
+        if (pg->widen >= n - 1) {
+                set_reason(pg, "pair: widened %u times for run-queue delay; left to the kernel",
+                           pg->widen);
+                return leave(pg);
+        }
+        pg->managed = true;
+        pg->cpus = levels[pg->widen];
+        pg->home = unit_of(c, cpu);
+        set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, the least busy where it ran%s",
+                   g->util * 100, cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
+                   pg->widen ? ", widened for run-queue delay" : "");
+}
+
+/* ---- meshes and fan-outs ---- */
+
+typedef struct UnitRank {
+        unsigned unit;
+        double load; /* background + claims */
+        double cap;  /* allowed CPUs in the unit */
+        unsigned homes;
+        bool housekeeping;
+        bool prev;
+} UnitRank;
+
+static int rank_cmp(const void *x, const void *y, void *userdata) {
+        const UnitRank *a = x, *b = y;
+        SpreadPlacement rank_mode = *(const SpreadPlacement *)userdata;
+        if (rank_mode == SPREAD_PLACEMENT_PACK) {
+                /* Fill housekeeping and busy units first so the rest sleep. */
+                if (a->housekeeping != b->housekeeping)
+                        return a->housekeeping ? -1 : 1;
+                if (fabs(a->load - b->load) > 1e-9)
+                        return a->load > b->load ? -1 : 1;
+        } else {
+                if (rank_mode == SPREAD_PLACEMENT_HOME && a->homes != b->homes)
+                        return a->homes < b->homes ? -1 : 1;
+                double fa = a->cap - a->load, fb = b->cap - b->load;
+                if (fabs(fa - fb) > 1e-9)
+                        return fa > fb ? -1 : 1;
+        }
+        if (a->prev != b->prev)
+                return a->prev ? -1 : 1;
+        return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+/* Ranks the units with allowed CPUs. Return: how many. */
+static unsigned rank_units(const Ctx *c, const CpuSet *allowed, const PlanGroup *prev,
+                           SpreadPlacement mode, UnitRank *r) {
+        unsigned n = 0;
+        for (unsigned u = 0; u < c->n_units; u++) {
+                CpuSet m;
+                cpuset_and(&m, &c->units[u].cpus, allowed);
+                if (cpuset_is_empty(&m))
+                        continue;
+                r[n++] = (UnitRank){
+                        .unit = u,
+                        .load = set_load(c, &m),
+                        .cap = cpuset_count(&m),
+                        .homes = c->homes[u],
+                        .housekeeping = c->consolidate &&
+                                        cpuset_is_subset(&c->units[u].cpus, &c->housekeeping),
+                        .prev = prev && prev->managed && cpuset_intersects(&m, &prev->cpus),
+                };
+        }
+        qsort_r(r, n, sizeof(UnitRank), rank_cmp, &mode);
+        return n;
+}
+
+/*
+ * Takes ranked units until they hold need CPUs' worth with headroom (PACK)
+ * or need idle CPUs (otherwise), plus extra units. Return: units taken, or
+ * 0 when even all of them do not hold it.
+ */
+static unsigned take_units(const Ctx *c, const UnitRank *r, unsigned n, double need, unsigned extra,
+                           bool pack, CpuSet *ret) {
+        double room = 0;
+        unsigned k = 0;
+        cpuset_zero(ret);
+        while (k < n && room + 1e-9 < need) {
+                double free_cpus = pack ? r[k].cap * headroom(c) - r[k].load : r[k].cap - r[k].load;
+                if (pack && free_cpus <= 1e-9 && k + 1 < n) {
+                        k++; /* full: skip, but keep it last in line */
+                        continue;
+                }
+                room += MAX(0.0, free_cpus);
+                cpuset_or(ret, ret, &c->units[r[k].unit].cpus);
+                k++;
+        }
+        if (room + 1e-9 < need)
+                return 0;
+        for (unsigned i = 0; i < n && extra > 0; i++)
+                if (!cpuset_is_subset(&c->units[r[i].unit].cpus, ret)) {
+                        cpuset_or(ret, ret, &c->units[r[i].unit].cpus);
+                        extra--;
+                }
+        return extra > 0 ? 0 : cpuset_count(ret);
+}
+
+static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
+                          PlanGroup *pg) {
+        const char *cls = group_class_to_string(g->class);
+        SpreadPlacement mode =
+                g->class == GROUP_MESH ? c->p->mesh_placement : c->p->fanout_placement;
+        if (mode == SPREAD_PLACEMENT_NONE) {
+                set_reason(pg, "%s: the profile leaves it to the kernel", cls);
+                return leave(pg);
+        }
+        bool pack = mode == SPREAD_PLACEMENT_PACK;
+        double need = MAX(g->util, 0.5) / (pack ? 1.0 : headroom(c));
+        if (g->class == GROUP_FANOUT && !pack) {
+                unsigned workers = g->n_tasks > 0 ? g->n_tasks - 1 : 0;
+                unsigned unit_size = c->n_units ? cpuset_count(&c->units[0].cpus) : 1;
+                unsigned limit = c->p->fanout_min_workers ? c->p->fanout_min_workers : unit_size;
+                if (workers > limit) /* an idle CPU for each busy worker and the master */
+                        need = MAX(need, MIN((double)workers, ceil(g->util)) + 1);
+        }
+
+        UnitRank *r = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
+        if (!r) {
+                set_reason(pg, "%s: out of memory", cls);
+                return leave(pg);
+        }
+        unsigned n = rank_units(c, allowed, prev, mode, r);
+        CpuSet mask;
+        bool ok = take_units(c, r, n, need, pg->widen, pack, &mask) > 0;
+        cpuset_and(&mask, &mask, allowed);
+
+        /* Stay on the previous units unless the new ones are less loaded by min_gain_pct. */
+        if (ok && prev && prev->managed && cpuset_is_subset(&prev->cpus, allowed) &&
+            !cpuset_equal(&mask, &prev->cpus) && cpuset_count(&mask) == cpuset_count(&prev->cpus)) {
+                double gain =
+                        (set_load(c, &prev->cpus) - set_load(c, &mask)) / cpuset_count(&mask) * 100;
+                if (pack ? -gain < c->p->min_gain_pct : gain < c->p->min_gain_pct)
+                        mask = prev->cpus;
+        }
+        int home = ok && n > 0 ? (int)r[0].unit : -1;
+        free(r);
+        if (!ok || cpuset_equal(&mask, allowed)) {
+                set_reason(pg, "%s: %.1f CPUs' worth needs every allowed CPU; left to the kernel",
+                           cls, g->util);
+                return leave(pg);
+        }
+        pg->managed = true;
+        pg->cpus = mask;
+        pg->home = unit_of(c, cpuset_first(&mask));
+        if (home >= 0)
+                c->homes[home]++;
+        set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s", cls, g->n_tasks, g->util,
+                   pack ? "packed" : "homed", cpuset_count(&mask),
+                   c->core_level ? "CPUs of the cores" : "CPUs of the LLCs", " with most room",
+                   pg->widen ? ", widened for run-queue delay" : "");
+}
+
+/* ---- per group ---- */
+
+static const PlanGroup *find_prev(const Plan *prev, const Group *g) {
+        const PlanGroup *pg = prev ? plan_find_group(prev, g->id) : NULL;
+        return pg && pg->class == g->class ? pg : NULL;
+}
+
+static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
+        return !prev->managed ||
+               (!cpuset_is_empty(&prev->cpus) && cpuset_is_subset(&prev->cpus, allowed));
+}
+
+static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup *pg) {
+        const Profile *p = c->p;
+        const PlanGroup *prev = find_prev(c->in->prev, g);
+        CpuSet allowed;
+        cpuset_and(&allowed, &c->t->online, limit ? limit : &c->t->online);
+
+        *pg = (PlanGroup){ .id = g->id, .class = g->class, .home = -1, .since_ns = c->in->now_ns };
+        bool over_budget =
+                p->runq_delay_budget_us > 0 && g->runq_delay_us > p->runq_delay_budget_us;
+        bool widen = prev && prev->managed && over_budget;
+        pg->widen = prev ? prev->widen + (widen ? 1 : 0) : 0;
+
+        if (prev && !widen && prev_still_valid(prev, &allowed) &&
+            c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL) {
+                *pg = *prev; /* the decision stands for dwell_ms */
+        } else if (g->class == GROUP_SOLO) {
+                set_reason(pg, "solo: no strong wake relation; left to the kernel");
+                leave(pg);
+        } else if (cpuset_is_empty(&allowed)) {
+                set_reason(pg, "%s: no online CPU in its cpuset", group_class_to_string(g->class));
+                leave(pg);
+        } else if (g->class == GROUP_PAIR) {
+                decide_pair(c, g, &allowed, prev, pg);
+        } else {
+                decide_spread(c, g, &allowed, prev, pg);
+        }
+
+        if (prev && prev->managed == pg->managed &&
+            (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {
+                pg->since_ns = prev->since_ns; /* unchanged: the dwell keeps running */
+                memcpy(pg->reason, prev->reason, sizeof(pg->reason));
+        }
+        if (pg->managed)
+                claim_set(c, &pg->cpus, g->util);
+}
+
+static int class_rank(GroupClass k) {
+        return k == GROUP_PAIR ? 0 : k == GROUP_MESH ? 1 : k == GROUP_FANOUT ? 2 : 3;
+}
+
+static int order_cmp(const void *x, const void *y, void *userdata) {
+        const Group *groups = userdata;
+        const Group *a = &groups[*(const unsigned *)x];
+        const Group *b = &groups[*(const unsigned *)y];
+        if (class_rank(a->class) != class_rank(b->class))
+                return class_rank(a->class) - class_rank(b->class);
+        return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int plan_group_cmp(const void *x, const void *y) {
+        const PlanGroup *a = x, *b = y;
+        return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* ---- slices and idle caps ---- */
+
+static double machine_busy(const Ctx *c) {
+        double sum = 0;
+        TOPO_FOREACH_CPU (cpu, c->t)
+                if (c->in->loads && (unsigned)cpu < c->in->n_loads)
+                        sum += MAX(0.0, MIN(1.0, c->in->loads[cpu].busy));
+        return sum;
+}
+
+/* Power-first: the fewest units, lowest first, that hold the machine's load with headroom. */
+static void choose_housekeeping(Ctx *c) {
+        const Plan *prev = c->in->prev;
+        unsigned n_online = cpuset_count(&c->t->online);
+        double busy = machine_busy(c), pct = n_online ? busy * 100 / n_online : 0;
+        bool was = prev && !cpuset_is_empty(&prev->slice_cpus[PLAN_SLICE_SYSTEM]);
+        unsigned limit = c->p->consolidate_below_load_pct + (was ? 10 : 0); /* hysteresis band */
+
+        c->consolidate = c->p->consolidate && pct < limit;
+        cpuset_zero(&c->housekeeping);
+        if (!c->consolidate)
+                return;
+        double room = 0;
+        for (unsigned u = 0; u < c->n_units; u++) {
+                if (room + 1e-9 >= busy &&
+                    cpuset_count(&c->housekeeping) >= c->p->housekeeping_min_cpus)
+                        break;
+                cpuset_or(&c->housekeeping, &c->housekeeping, &c->units[u].cpus);
+                room += cpuset_count(&c->units[u].cpus) * headroom(c);
+        }
+}
+
+static void decide_slices(Ctx *c, Plan *plan) {
+        const Plan *prev = c->in->prev;
+        CpuSet hk = c->housekeeping;
+        for (unsigned i = 0; i < plan->n_groups && c->consolidate; i++)
+                if (plan->groups[i].managed) /* slices must keep every placed group's CPUs */
+                        cpuset_or(&hk, &hk, &plan->groups[i].cpus);
+        cpuset_and(&hk, &hk, &c->t->online);
+        bool confine = c->consolidate && !cpuset_is_empty(&hk) && !cpuset_equal(&hk, &c->t->online);
+
+        CpuSet prev_hk;
+        cpuset_zero(&prev_hk);
+        if (prev)
+                prev_hk = prev->slice_cpus[PLAN_SLICE_SYSTEM];
+        /* The previous confinement stands for dwell_ms, unless groups need more CPUs. */
+        if (prev && c->in->now_ns < prev->slices_since_ns + (uint64_t)c->p->dwell_ms * 1000000ULL &&
+            (cpuset_is_empty(&prev_hk) || !confine || cpuset_is_subset(&hk, &prev_hk))) {
+                confine = !cpuset_is_empty(&prev_hk);
+                hk = prev_hk;
+        }
+        for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
+                if (confine)
+                        plan->slice_cpus[s] = hk;
+                else
+                        cpuset_zero(&plan->slice_cpus[s]);
+        }
+        bool same = prev && cpuset_equal(&prev_hk, &plan->slice_cpus[PLAN_SLICE_SYSTEM]);
+        plan->slices_since_ns = same ? prev->slices_since_ns : c->in->now_ns;
+        if (confine)
+                snprintf(plan->slice_reason, sizeof(plan->slice_reason),
+                         "load %.1f of %u CPUs is below consolidate_below_load_pct=%u%%: "
+                         "slices confined to %u housekeeping CPUs",
+                         machine_busy(c), cpuset_count(&c->t->online),
+                         c->p->consolidate_below_load_pct, cpuset_count(&hk));
+        else
+                snprintf(plan->slice_reason, sizeof(plan->slice_reason), "%s",
+                         c->p->consolidate ? "load too high to consolidate: slices unconfined"
+                                           : "the profile does not consolidate");
+}
+
+static void decide_idle(Ctx *c, Plan *plan) {
+        const Profile *p = c->p;
+        for (unsigned i = 0; i < plan->n_cpus; i++)
+                plan->idle_max_exit_latency_us[i] = PLAN_NO_IDLE_CAP;
+        unsigned n = 0;
+        for (unsigned i = 0; i < c->in->n_groups && p->idle_constraint != IDLE_CONSTRAINT_NEVER;
+             i++) {
+                const Group *g = &c->in->groups[i];
+                bool critical = p->idle_constraint == IDLE_CONSTRAINT_LATENCY_CRITICAL
+                                        ? g->class == GROUP_PAIR || g->class == GROUP_FANOUT
+                                        : g->class != GROUP_SOLO && p->runq_delay_budget_us > 0 &&
+                                                  g->runq_delay_us > p->runq_delay_budget_us;
+                if (!critical)
+                        continue;
+                const PlanGroup *pg = plan_find_group(plan, g->id);
+                const CpuSet *where = pg && pg->managed ? &pg->cpus : &g->ran_on;
+                CPUSET_FOREACH (cpu, where)
+                        if ((unsigned)cpu < plan->n_cpus && cpuset_isset(&c->t->online, cpu)) {
+                                plan->idle_max_exit_latency_us[cpu] =
+                                        (int)MIN(p->idle_max_exit_latency_us, (unsigned)INT32_MAX);
+                                n++;
+                        }
+        }
+        if (n == 0)
+                snprintf(plan->idle_reason, sizeof(plan->idle_reason), "no idle caps (%s)",
+                         idle_constraint_to_string(p->idle_constraint));
+        else
+                snprintf(plan->idle_reason, sizeof(plan->idle_reason),
+                         "exit latency capped at %u us where %s groups run (%s)",
+                         p->idle_max_exit_latency_us,
+                         p->idle_constraint == IDLE_CONSTRAINT_ON_DELAY ? "delayed"
+                                                                        : "latency-critical",
+                         idle_constraint_to_string(p->idle_constraint));
+}
+
+/* ---- entry points ---- */
+
+static int plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret) {
+        Plan *p = calloc(1, sizeof(Plan));
+        if (!p)
+                return -ENOMEM;
+        p->groups = calloc(MAX(n_groups, 1u), sizeof(PlanGroup));
+        p->idle_max_exit_latency_us = calloc(MAX(n_cpus, 1u), sizeof(int));
+        if (!p->groups || !p->idle_max_exit_latency_us) {
+                plan_free(p);
+                return -ENOMEM;
+        }
+        p->n_cpus = n_cpus;
+        for (unsigned i = 0; i < n_cpus; i++)
+                p->idle_max_exit_latency_us[i] = PLAN_NO_IDLE_CAP;
+        *ret = p;
+        return 0;
+}
+
+static void ctx_done(Ctx *c) {
+        free(c->bg);
+        free(c->claim);
+        free(c->homes);
+}
+
+int policy_decide(const PolicyInput *in, Plan **ret) {
+        if (!in || !in->topo || !in->profile || !ret || (in->n_groups && !in->groups))
+                return -EINVAL;
+        const Topology *t = in->topo;
+        Ctx c = { .in = in, .t = t, .p = in->profile };
+        c.core_level = t->n_llcs <= 1;
+        c.units = c.core_level ? t->cores : t->llcs;
+        c.n_units = c.core_level ? t->n_cores : t->n_llcs;
+        c.bg = calloc(MAX(t->n_cpus, 1u), sizeof(double));
+        c.claim = calloc(MAX(t->n_cpus, 1u), sizeof(double));
+        c.homes = calloc(MAX(c.n_units, 1u), sizeof(unsigned));
+        _cleanup_free_ unsigned *order = calloc(MAX(in->n_groups, 1u), sizeof(unsigned));
+        Plan *plan = NULL;
+        if (!c.bg || !c.claim || !c.homes || !order ||
+            plan_new(in->n_groups, t->n_cpus, &plan) < 0) {
+                ctx_done(&c);
+                return -ENOMEM;
+        }
+        plan->now_ns = in->now_ns;
+        snprintf(plan->profile, sizeof(plan->profile), "%s", in->profile->name);
+
+        compute_background(&c);
+        choose_housekeeping(&c);
+        for (unsigned i = 0; i < in->n_groups; i++)
+                order[i] = i;
+        qsort_r(order, in->n_groups, sizeof(unsigned), order_cmp, (void *)in->groups);
+        for (unsigned k = 0; k < in->n_groups; k++) {
+                unsigned i = order[k];
+                decide_group(&c, &in->groups[i], in->group_limits ? &in->group_limits[i] : NULL,
+                             &plan->groups[plan->n_groups++]);
+        }
+        qsort(plan->groups, plan->n_groups, sizeof(PlanGroup), plan_group_cmp);
+        decide_slices(&c, plan);
+        decide_idle(&c, plan);
+        ctx_done(&c);
+        *ret = plan;
+        return 0;
+}
+
+Plan *plan_free(Plan *p) {
+        if (!p)
+                return NULL;
+        free(p->groups);
+        free(p->idle_max_exit_latency_us);
+        free(p);
+        return NULL;
+}
+
+const PlanGroup *plan_find_group(const Plan *p, uint64_t id) {
+        if (!p || p->n_groups == 0)
+                return NULL;
+        PlanGroup key = { .id = id };
+        return bsearch(&key, p->groups, p->n_groups, sizeof(PlanGroup), plan_group_cmp);
+}
+
+bool plan_equal(const Plan *a, const Plan *b) {
+        if (!a || !b)
+                return a == b;
+        if (a->n_groups != b->n_groups || a->n_cpus != b->n_cpus)
+                return false;
+        for (unsigned i = 0; i < a->n_groups; i++) {
+                const PlanGroup *x = &a->groups[i], *y = &b->groups[i];
+                if (x->id != y->id || x->managed != y->managed ||
+                    (x->managed && !cpuset_equal(&x->cpus, &y->cpus)))
+                        return false;
+        }
+        for (int s = 0; s < _PLAN_SLICE_MAX; s++)
+                if (!cpuset_equal(&a->slice_cpus[s], &b->slice_cpus[s]))
+                        return false;
+        return memcmp(a->idle_max_exit_latency_us, b->idle_max_exit_latency_us,
+                      a->n_cpus * sizeof(int)) == 0;
+}
+
+const char *plan_slice_to_string(PlanSlice s) {
+        static const char *const names[_PLAN_SLICE_MAX] = {
+                [PLAN_SLICE_SYSTEM] = "system.slice",
+                [PLAN_SLICE_USER] = "user.slice",
+                [PLAN_SLICE_MACHINE] = "machine.slice",
+        };
+        return (unsigned)s < _PLAN_SLICE_MAX ? names[s] : NULL;
+}
+
+/* ---- JSON (format in policy.h) ---- */
+
+static void json_objectp(json_object **o) {
+        json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_objectp)
+
+static int add_cpuset(json_object *o, const char *key, const CpuSet *s) {
+        _cleanup_free_ char *text = NULL;
+        if (cpuset_to_string(s, &text) < 0)
+                return -ENOMEM;
+        return json_object_object_add(o, key, json_object_new_string(text)) < 0 ? -ENOMEM : 0;
+}
+
+static int json_dup_string(json_object *o, char **ret) {
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        *ret = s ? strdup(s) : NULL;
+        return *ret ? 0 : -ENOMEM;
+}
+
+static json_object *plan_group_to_json(const PlanGroup *g) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "id", json_object_new_uint64(g->id));
+        json_object_object_add(o, "class", json_object_new_string(group_class_to_string(g->class)));
+        json_object_object_add(o, "managed", json_object_new_boolean(g->managed));
+        add_cpuset(o, "cpus", &g->cpus);
+        json_object_object_add(o, "home", json_object_new_int(g->home));
+        json_object_object_add(o, "widen", json_object_new_int((int)g->widen));
+        json_object_object_add(o, "since_ns", json_object_new_uint64(g->since_ns));
+        json_object_object_add(o, "reason", json_object_new_string(g->reason));
+        return o;
+}
+
+static json_object *plan_to_object(const Plan *p) {
+        json_object *o = json_object_new_object(), *groups = json_object_new_array();
+        json_object *slices = json_object_new_object(), *idle = json_object_new_array();
+        json_object_object_add(o, "now_ns", json_object_new_uint64(p->now_ns));
+        json_object_object_add(o, "profile", json_object_new_string(p->profile));
+        for (unsigned i = 0; i < p->n_groups; i++)
+                json_object_array_add(groups, plan_group_to_json(&p->groups[i]));
+        json_object_object_add(o, "groups", groups);
+        for (int s = 0; s < _PLAN_SLICE_MAX; s++)
+                add_cpuset(slices, plan_slice_to_string(s), &p->slice_cpus[s]);
+        json_object_object_add(o, "slices", slices);
+        json_object_object_add(o, "slices_since_ns", json_object_new_uint64(p->slices_since_ns));
+        json_object_object_add(o, "slice_reason", json_object_new_string(p->slice_reason));
+        for (unsigned c = 0; c < p->n_cpus; c++) {
+                if (p->idle_max_exit_latency_us[c] == PLAN_NO_IDLE_CAP)
+                        continue;
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "cpu", json_object_new_int((int)c));
+                json_object_object_add(e, "max_exit_latency_us",
+                                       json_object_new_int(p->idle_max_exit_latency_us[c]));
+                json_object_array_add(idle, e);
+        }
+        json_object_object_add(o, "n_cpus", json_object_new_int((int)p->n_cpus));
+        json_object_object_add(o, "idle", idle);
+        json_object_object_add(o, "idle_reason", json_object_new_string(p->idle_reason));
+        return o;
+}
+
+int plan_to_json(const Plan *p, char **ret) {
+        if (!p || !ret)
+                return -EINVAL;
+        _cleanup_json_ json_object *o = plan_to_object(p);
+        return o ? json_dup_string(o, ret) : -ENOMEM;
+}
+
+/* Typed field lookups: Return 0 or -EINVAL when missing or of the wrong type. */
+static int get_field(json_object *o, const char *key, json_type type, json_object **ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int get_cpuset(json_object *o, const char *key, CpuSet *ret) {
+        json_object *v;
+        int r = get_field(o, key, json_type_string, &v);
+        return r < 0 ? r : cpuset_parse(json_object_get_string(v), ret);
+}
+
+static int get_u64(json_object *o, const char *key, uint64_t *ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        *ret = json_object_get_uint64(v);
+        return 0;
+}
+
+static void get_string(json_object *o, const char *key, char *buf, size_t size) {
+        json_object *v;
+        if (get_field(o, key, json_type_string, &v) == 0)
+                snprintf(buf, size, "%s", json_object_get_string(v));
+}
+
+static int get_class(json_object *o, GroupClass *ret) {
+        json_object *v;
+        int r = get_field(o, "class", json_type_string, &v);
+        if (r < 0)
+                return r;
+        r = group_class_from_string(json_object_get_string(v));
+        if (r < 0)
+                return -EINVAL;
+        *ret = (GroupClass)r;
+        return 0;
+}
+
+static int plan_group_from_json(json_object *o, PlanGroup *g) {
+        json_object *v;
+        uint64_t widen = 0;
+        *g = (PlanGroup){ .home = -1 };
+        if (get_u64(o, "id", &g->id) < 0 || get_class(o, &g->class) < 0 ||
+            get_field(o, "managed", json_type_boolean, &v) < 0 ||
+            get_cpuset(o, "cpus", &g->cpus) < 0)
+                return -EINVAL;
+        g->managed = json_object_get_boolean(v);
+        if (g->managed && cpuset_is_empty(&g->cpus))
+                return -EINVAL;
+        if (json_object_object_get_ex(o, "home", &v))
+                g->home = json_object_get_int(v);
+        (void)get_u64(o, "widen", &widen);
+        g->widen = (unsigned)widen;
+        (void)get_u64(o, "since_ns", &g->since_ns);
+        get_string(o, "reason", g->reason, sizeof(g->reason));
+        return 0;
+}
+
+static int plan_from_object(json_object *o, Plan **ret) {
+        json_object *groups, *slices, *idle, *v;
+        uint64_t n_cpus = 0;
+        if (!json_object_is_type(o, json_type_object) ||
+            get_field(o, "groups", json_type_array, &groups) < 0 ||
+            get_field(o, "slices", json_type_object, &slices) < 0 ||
+            get_field(o, "idle", json_type_array, &idle) < 0 || get_u64(o, "n_cpus", &n_cpus) < 0 ||
+            n_cpus > CPUSET_MAX_CPUS)
+                return -EINVAL;
+        size_t n = json_object_array_length(groups);
+        Plan *p = NULL;
+        int r = plan_new((unsigned)n, (unsigned)n_cpus, &p);
+        if (r < 0)
+                return r;
+        (void)get_u64(o, "now_ns", &p->now_ns);
+        (void)get_u64(o, "slices_since_ns", &p->slices_since_ns);
+        get_string(o, "profile", p->profile, sizeof(p->profile));
+        get_string(o, "slice_reason", p->slice_reason, sizeof(p->slice_reason));
+        get_string(o, "idle_reason", p->idle_reason, sizeof(p->idle_reason));
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = plan_group_from_json(json_object_array_get_idx(groups, i),
+                                         &p->groups[p->n_groups++]);
+        for (int s = 0; s < _PLAN_SLICE_MAX && r >= 0; s++)
+                if (json_object_object_get_ex(slices, plan_slice_to_string(s), &v))
+                        r = get_cpuset(slices, plan_slice_to_string(s), &p->slice_cpus[s]);
+        for (size_t i = 0; i < json_object_array_length(idle) && r >= 0; i++) {
+                json_object *e = json_object_array_get_idx(idle, i);
+                uint64_t cpu, lat;
+                if (get_u64(e, "cpu", &cpu) < 0 || get_u64(e, "max_exit_latency_us", &lat) < 0 ||
+                    cpu >= p->n_cpus || lat > INT32_MAX)
+                        r = -EINVAL;
+                else
+                        p->idle_max_exit_latency_us[cpu] = (int)lat;
+        }
+        if (r < 0) {
+                plan_free(p);
+                return r;
+        }
+        qsort(p->groups, p->n_groups, sizeof(PlanGroup), plan_group_cmp);
+        *ret = p;
+        return 0;
+}
+
+int plan_from_json(const char *text, Plan **ret) {
+        if (!text || !ret)
+                return -EINVAL;
+        _cleanup_json_ json_object *o = json_tokener_parse(text);
+        return o ? plan_from_object(o, ret) : -EINVAL;
+}
+
+static json_object *group_to_json(const Group *g) {
+        json_object *o = json_object_new_object(), *tasks = json_object_new_array();
+        json_object_object_add(o, "id", json_object_new_uint64(g->id));
+        json_object_object_add(o, "class", json_object_new_string(group_class_to_string(g->class)));
+        json_object_object_add(o, "util", json_object_new_double(g->util));
+        json_object_object_add(o, "runq_delay_us", json_object_new_uint64(g->runq_delay_us));
+        json_object_object_add(o, "wake_rate", json_object_new_double(g->wake_rate));
+        add_cpuset(o, "cpus", &g->cpus);
+        add_cpuset(o, "ran_on", &g->ran_on);
+        for (unsigned i = 0; i < g->n_tasks; i++) {
+                json_object *t = json_object_new_array();
+                json_object_array_add(t, json_object_new_int(g->tasks[i].tid));
+                json_object_array_add(t, json_object_new_uint64(g->tasks[i].start_time));
+                json_object_array_add(tasks, t);
+        }
+        json_object_object_add(o, "tasks", tasks);
+        return o;
+}
+
+int policy_snapshot_to_json(const PolicySnapshot *s, char **ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *groups = json_object_new_array(), *loads = json_object_new_array();
+        json_object_object_add(o, "topology",
+                               json_object_new_string(s->topology ? s->topology : ""));
+        json_object_object_add(o, "profile", json_object_new_string(s->profile));
+        json_object_object_add(o, "now_ns", json_object_new_uint64(s->now_ns));
+        for (unsigned i = 0; i < s->n_groups; i++)
+                json_object_array_add(groups, group_to_json(&s->groups[i]));
+        json_object_object_add(o, "groups", groups);
+        for (unsigned c = 0; c < s->n_loads; c++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "cpu", json_object_new_int((int)c));
+                json_object_object_add(e, "busy", json_object_new_double(s->loads[c].busy));
+                json_object_object_add(e, "idle_exit_latency_us",
+                                       json_object_new_int((int)s->loads[c].idle_exit_latency_us));
+                json_object_array_add(loads, e);
+        }
+        json_object_object_add(o, "loads", loads);
+        json_object_object_add(o, "prev_plan", s->prev ? plan_to_object(s->prev) : NULL);
+        return json_dup_string(o, ret);
+}
+
+static int group_from_json(json_object *o, Group *g) {
+        json_object *v, *tasks;
+        if (get_u64(o, "id", &g->id) < 0 || get_class(o, &g->class) < 0 ||
+            get_cpuset(o, "cpus", &g->cpus) < 0 || get_cpuset(o, "ran_on", &g->ran_on) < 0 ||
+            get_field(o, "tasks", json_type_array, &tasks) < 0)
+                return -EINVAL;
+        if (json_object_object_get_ex(o, "util", &v))
+                g->util = json_object_get_double(v);
+        if (json_object_object_get_ex(o, "wake_rate", &v))
+                g->wake_rate = json_object_get_double(v);
+        (void)get_u64(o, "runq_delay_us", &g->runq_delay_us);
+        size_t n = json_object_array_length(tasks);
+        g->tasks = calloc(MAX(n, 1u), sizeof(TaskId));
+        if (!g->tasks)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *t = json_object_array_get_idx(tasks, i);
+                if (!json_object_is_type(t, json_type_array) || json_object_array_length(t) != 2)
+                        return -EINVAL;
+                g->tasks[i].tid = json_object_get_int(json_object_array_get_idx(t, 0));
+                g->tasks[i].start_time = json_object_get_uint64(json_object_array_get_idx(t, 1));
+                g->n_tasks++;
+        }
+        return 0;
+}
+
+static int snapshot_loads_from_json(json_object *loads, PolicySnapshot *s) {
+        size_t n = json_object_array_length(loads);
+        unsigned max_cpu = 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t cpu;
+                if (get_u64(json_object_array_get_idx(loads, i), "cpu", &cpu) < 0 ||
+                    cpu >= CPUSET_MAX_CPUS)
+                        return -EINVAL;
+                max_cpu = MAX(max_cpu, (unsigned)cpu + 1);
+        }
+        s->loads = calloc(MAX(max_cpu, 1u), sizeof(CpuLoad));
+        if (!s->loads)
+                return -ENOMEM;
+        s->n_loads = max_cpu;
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = json_object_array_get_idx(loads, i), *v;
+                uint64_t cpu = 0, lat = 0;
+                (void)get_u64(e, "cpu", &cpu);
+                if (json_object_object_get_ex(e, "busy", &v))
+                        s->loads[cpu].busy = json_object_get_double(v);
+                (void)get_u64(e, "idle_exit_latency_us", &lat);
+                s->loads[cpu].idle_exit_latency_us = (unsigned)lat;
+        }
+        return 0;
+}
+
+static int snapshot_from_object(json_object *o, PolicySnapshot *s) {
+        json_object *groups, *loads, *v;
+        if (!json_object_is_type(o, json_type_object) ||
+            get_field(o, "groups", json_type_array, &groups) < 0 ||
+            get_field(o, "loads", json_type_array, &loads) < 0 ||
+            get_field(o, "topology", json_type_string, &v) < 0)
+                return -EINVAL;
+        s->topology = strdup(json_object_get_string(v));
+        if (!s->topology)
+                return -ENOMEM;
+        get_string(o, "profile", s->profile, sizeof(s->profile));
+        (void)get_u64(o, "now_ns", &s->now_ns);
+        size_t n = json_object_array_length(groups);
+        s->groups = calloc(MAX(n, 1u), sizeof(Group));
+        if (!s->groups)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                int r = group_from_json(json_object_array_get_idx(groups, i), &s->groups[i]);
+                s->n_groups++;
+                if (r < 0)
+                        return r;
+        }
+        int r = snapshot_loads_from_json(loads, s);
+        if (r < 0)
+                return r;
+        if (json_object_object_get_ex(o, "prev_plan", &v) && v)
+                return plan_from_object(v, &s->prev);
+        return 0;
+}
+
+int policy_snapshot_from_json(const char *text, PolicySnapshot **ret) {
+        if (!text || !ret)
+                return -EINVAL;
+        _cleanup_json_ json_object *o = json_tokener_parse(text);
+        if (!o)
+                return -EINVAL;
+        PolicySnapshot *s = calloc(1, sizeof(PolicySnapshot));
+        if (!s)
+                return -ENOMEM;
+        int r = snapshot_from_object(o, s);
+        if (r < 0) {
+                policy_snapshot_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+PolicySnapshot *policy_snapshot_free(PolicySnapshot *s) {
+        if (!s)
+                return NULL;
+        for (unsigned i = 0; i < s->n_groups; i++)
+                free(s->groups[i].tasks);
+        free(s->groups);
+        free(s->loads);
+        free(s->topology);
+        plan_free(s->prev);
+        free(s);
+        return NULL;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The placement policy: a pure function from what placed knows (topology,
+ * groups, per-CPU load, profile, the previous plan, now) to a Plan (where
+ * each group may run, which CPUs the system slices keep, which CPUs get an
+ * idle exit-latency cap). No syscalls, no clock, no logging: it is tested
+ * table-driven on fixture topologies of machines we do not have.
+ *
+ * Per tick the manager does:
+ *
+ *     PolicyInput in = { .topo = m->topo, .groups = m->groups, .n_groups = m->n_groups,
+ *                        .loads = loads, .n_loads = m->topo->n_cpus,
+ *                        .profile = m->profile, .prev = m->plan, .now_ns = now };
+ *     Plan *next = NULL;
+ *     r = policy_decide(&in, &next);
+ *     ... apply next (affinity per task of each managed PlanGroup, release the
+ *         tasks of unmanaged ones, slices, idle caps) ...
+ *     plan_free(m->plan); m->plan = next;          // the next tick's prev
+ *
+ * The previous plan carries the hysteresis state (when each decision was
+ * made, widening steps); pass NULL on the first tick and after a profile
+ * change, so everything is decided afresh.
+ *
+ * JSON (json-c), for the offline planner ("placed --plan --snapshot FILE")
+ * and "placectl snapshot":
+ *
+ *   plan:     { "now_ns": N, "profile": "balanced",
+ *               "groups": [ { "id": N, "class": "pair", "managed": true,
+ *                             "cpus": "3", "home": UNIT | -1, "widen": 0,
+ *                             "since_ns": N, "reason": "..." }, ... ],
+ *               "slices": { "system.slice": "0-7", "user.slice": "0-7",
+ *                           "machine.slice": "0-7" },      // "" = not confined
+ *               "slices_since_ns": N, "slice_reason": "...",
+ *               "n_cpus": N,
+ *               "idle": [ { "cpu": 3, "max_exit_latency_us": 20 }, ... ],
+ *               "idle_reason": "..." }
+ *
+ *   snapshot: { "topology": "<sysfs root the topology was read from>",
+ *               "profile": "balanced", "now_ns": N,
+ *               "groups": [ { "id": N, "class": "mesh", "util": 1.5,
+ *                             "runq_delay_us": N, "wake_rate": 1000.0,
+ *                             "cpus": "0-127", "ran_on": "0-3",
+ *                             "tasks": [ [TID, START_TIME], ... ] }, ... ],
+ *               "loads": [ { "cpu": 0, "busy": 0.25,
+ *                            "idle_exit_latency_us": 10 }, ... ],
+ *               "prev_plan": PLAN | null }
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "cpuset.h"
+#include "group.h"
+#include "topology.h"
+
+#define PLAN_REASON_MAX  160
+#define PLAN_NO_IDLE_CAP (-1)
+
+/* What one CPU did over the last tick. */
+typedef struct CpuLoad {
+        double busy; /* fraction of the tick not idle, 0..1 */
+        /* Exit latency of the deepest idle state the CPU may enter now (0 =
+         * unknown). Informational: recorded in snapshots; the policy does not
+         * use it, so its own idle caps cannot feed back into its decisions. */
+        unsigned idle_exit_latency_us;
+} CpuLoad;
+
+/* The system slices placed may confine (power-first consolidation). */
+typedef enum PlanSlice {
+        PLAN_SLICE_SYSTEM,
+        PLAN_SLICE_USER,
+        PLAN_SLICE_MACHINE,
+        _PLAN_SLICE_MAX,
+} PlanSlice;
+
+typedef struct PlanGroup {
+        uint64_t id;
+        GroupClass class;
+        bool managed;   /* false: leave the group's tasks to the kernel */
+        CpuSet cpus;    /* allowed CPUs when managed */
+        int home;       /* LLC (or core, on one-LLC machines) the group is anchored on; -1 none */
+        unsigned widen; /* feedback steps taken: each widens the mask one level */
+        uint64_t since_ns; /* when this decision was made (dwell) */
+        char reason[PLAN_REASON_MAX];
+} PlanGroup;
+
+typedef struct Plan {
+        uint64_t now_ns;
+        char profile[PROFILE_NAME_MAX];
+        PlanGroup *groups; /* owned; sorted by id */
+        unsigned n_groups;
+
+        CpuSet slice_cpus[_PLAN_SLICE_MAX]; /* empty: not confined (the original value stands) */
+        uint64_t slices_since_ns;
+        char slice_reason[PLAN_REASON_MAX];
+
+        unsigned n_cpus;               /* entries in idle_max_exit_latency_us */
+        int *idle_max_exit_latency_us; /* owned; per CPU; PLAN_NO_IDLE_CAP = none */
+        char idle_reason[PLAN_REASON_MAX];
+} Plan;
+
+typedef struct PolicyInput {
+        const Topology *topo;
+        const Group *groups;
+        unsigned n_groups;
+        /* Optional, parallel to groups: the CPUs each group's cpuset allows
+         * (NULL = the online set). */
+        const CpuSet *group_limits;
+        const CpuLoad *loads; /* indexed by CPU number; NULL = all idle */
+        unsigned n_loads;
+        const Profile *profile;
+        const Plan *prev; /* NULL on the first tick */
+        uint64_t now_ns;
+} PolicyInput;
+
+/*
+ * policy_decide() - the plan for this tick (see the top of this file and
+ * the profile table in DESIGN.md). Pure and deterministic: the same input
+ * gives the same plan, and an unchanged input on the next tick gives an
+ * identical plan (plan_equal()).
+ *
+ * Return: 0 and *ret (free with plan_free()); -EINVAL for a missing
+ * topology or profile; -ENOMEM. *ret untouched on failure.
+ */
+int policy_decide(const PolicyInput *in, Plan **ret);
+
+Plan *plan_free(Plan *p);
+
+/* Return: the decision for group id, or NULL. */
+const PlanGroup *plan_find_group(const Plan *p, uint64_t id);
+
+/*
+ * plan_equal() - same decisions: per group managed and cpus, slices and
+ * idle caps (timestamps and reasons are not compared).
+ */
+bool plan_equal(const Plan *a, const Plan *b);
+
+/* "system.slice", "user.slice", "machine.slice" */
+const char *plan_slice_to_string(PlanSlice s);
+
+/* plan_to_json() - see the format above. Return: 0 and *ret (malloc'd), or -ENOMEM. */
+int plan_to_json(const Plan *p, char **ret);
+
+/* plan_from_json() - parse plan_to_json() output. Return: 0, -EINVAL, -ENOMEM. */
+int plan_from_json(const char *text, Plan **ret);
+
+/* A policy input as a file: what "placed --plan --snapshot FILE" replays. */
+typedef struct PolicySnapshot {
+        char *topology; /* sysfs root the topology comes from; owned */
+        char profile[PROFILE_NAME_MAX];
+        uint64_t now_ns;
+        Group *groups; /* owned, with their tasks */
+        unsigned n_groups;
+        CpuLoad *loads; /* owned; indexed by CPU */
+        unsigned n_loads;
+        Plan *prev; /* owned; may be NULL */
+} PolicySnapshot;
+
+/* Return: 0 and *ret (malloc'd JSON), or -ENOMEM. */
+int policy_snapshot_to_json(const PolicySnapshot *s, char **ret);
+/* Return: 0 and *ret; -EINVAL on malformed JSON or fields; -ENOMEM. */
+int policy_snapshot_from_json(const char *text, PolicySnapshot **ret);
+PolicySnapshot *policy_snapshot_free(PolicySnapshot *s);

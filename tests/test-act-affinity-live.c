@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live tests for lib/act-affinity.c, as root on the real kernel: a child
+ * process is placed with sched_setaffinity(), checked with
+ * sched_getaffinity(), and restored through the undo journal; tasks placed
+ * must never touch (RT, PID 1, kernel threads, itself, narrowed by someone
+ * else) are refused. Only the test's own children are changed, and they are
+ * killed at the end of every test, so nothing is left changed.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "act-affinity.h"
+#include "cpuset.h"
+#include "journal.h"
+#include "macro.h"
+
+typedef struct Fixture {
+        char dir[64];
+        pid_t child;
+        TaskId id;
+        CpuSet online;
+        Journal *journal;
+        ActAffinity *act;
+        JournalKindOps ops;
+} Fixture;
+
+static CpuSet affinity_of(pid_t tid) {
+        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
+        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
+        assert_non_null(set);
+        assert_int_equal(sched_getaffinity(tid, size, set), 0);
+        CpuSet s;
+        cpuset_zero(&s);
+        for (int c = 0; c < CPUSET_MAX_CPUS; c++)
+                if (CPU_ISSET_S(c, size, set))
+                        cpuset_set(&s, c);
+        CPU_FREE(set);
+        return s;
+}
+
+static void set_affinity_of(pid_t tid, int cpu) {
+        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
+        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
+        assert_non_null(set);
+        CPU_ZERO_S(size, set);
+        CPU_SET_S(cpu, size, set);
+        assert_int_equal(sched_setaffinity(tid, size, set), 0);
+        CPU_FREE(set);
+}
+
+static CpuSet one_cpu(int cpu) {
+        CpuSet s;
+        cpuset_zero(&s);
+        cpuset_set(&s, cpu);
+        return s;
+}
+
+static int make_act(Fixture *f, bool dry_run) {
+        ActAffinityOptions o = {
+                .procfs_root = "/proc",
+                .cgroup_root = access("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", F_OK) == 0
+                                       ? "/sys/fs/cgroup/cpuset"
+                                       : NULL,
+                .online = f->online,
+                .dry_run = dry_run,
+                .journal = f->journal,
+        };
+        f->act = act_affinity_free(f->act);
+        return act_affinity_new(&o, &f->act);
+}
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(Fixture));
+        assert_non_null(f);
+        assert_int_equal(cpuset_read_file("/sys/devices/system/cpu/online", &f->online), 0);
+        strcpy(f->dir, "/tmp/test-affinity.XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        assert_int_equal(journal_open(f->dir, &f->journal), 0);
+        assert_int_equal(make_act(f, false), 0);
+        act_affinity_kind_ops("/proc", &f->ops);
+
+        f->child = fork();
+        assert_true(f->child >= 0);
+        if (f->child == 0) {
+                for (;;)
+                        pause();
+        }
+        AffinityTask t;
+        assert_int_equal(act_affinity_read_task("/proc", f->child, &t), 0);
+        assert_int_equal(t.tgid, f->child);
+        assert_int_equal(t.ppid, getpid());
+        f->id = (TaskId){ .tid = f->child, .start_time = t.start_time };
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+        kill(f->child, SIGKILL);
+        waitpid(f->child, NULL, 0);
+        act_affinity_free(f->act);
+        journal_free(f->journal);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+        assert_int_equal(system(cmd), 0);
+        free(f);
+        return 0;
+}
+
+static void test_apply_and_restore(void **state) {
+        Fixture *f = *state;
+        CpuSet before = affinity_of(f->child);
+        int last = cpuset_last(&f->online);
+        CpuSet want = one_cpu(last), applied;
+        AffinityResult res;
+
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, &applied), 1);
+        assert_int_equal(res, AFFINITY_SET);
+        assert_true(cpuset_equal(&applied, &want));
+        CpuSet now = affinity_of(f->child);
+        assert_true(cpuset_equal(&now, &want));
+        assert_int_equal(journal_size(f->journal), 1);
+
+        /* Unchanged: nothing written. */
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(res, AFFINITY_UNCHANGED);
+
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
+        assert_int_equal(st.restored, 1);
+        now = affinity_of(f->child);
+        assert_true(cpuset_equal(&now, &before));
+}
+
+static void test_crash_then_restore(void **state) {
+        Fixture *f = *state;
+        CpuSet before = affinity_of(f->child);
+        CpuSet want = one_cpu(cpuset_first(&f->online));
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        f->act = act_affinity_free(f->act);
+        f->journal = journal_free(f->journal); /* "crash" */
+
+        assert_int_equal(journal_open(f->dir, &f->journal), 0);
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
+        assert_int_equal(st.restored, 1);
+        CpuSet now = affinity_of(f->child);
+        assert_true(cpuset_equal(&now, &before));
+}
+
+static void test_narrowed_after_us_left_alone(void **state) {
+        Fixture *f = *state;
+        int first = cpuset_first(&f->online), last = cpuset_last(&f->online);
+        CpuSet want = one_cpu(last);
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        set_affinity_of(f->child, first); /* the owner steps in */
+
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
+        assert_int_equal(st.skipped, 1);
+        assert_int_equal(st.restored, 0);
+        CpuSet now = affinity_of(f->child), theirs = one_cpu(first);
+        assert_true(cpuset_equal(&now, &theirs));
+}
+
+static void test_narrowed_is_let_go(void **state) {
+        Fixture *f = *state;
+        int first = cpuset_first(&f->online), last = cpuset_last(&f->online);
+        CpuSet want = one_cpu(last);
+        AffinityResult res;
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        char k[64];
+        act_affinity_format_key(&f->id, k, sizeof(k));
+        assert_true(journal_has(f->journal, ACT_AFFINITY_KIND, k));
+        set_affinity_of(f->child, first);
+
+        /* Next tick: placed sees the change, lets the task go. */
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(res, AFFINITY_REFUSED_NARROWED);
+        char key[64];
+        act_affinity_format_key(&f->id, key, sizeof(key));
+        assert_false(journal_has(f->journal, ACT_AFFINITY_KIND, key));
+        assert_int_equal(journal_size(f->journal), 0);
+        CpuSet now = affinity_of(f->child), theirs = one_cpu(first);
+        assert_true(cpuset_equal(&now, &theirs));
+}
+
+static void test_narrowed_before_us(void **state) {
+        Fixture *f = *state;
+        int first = cpuset_first(&f->online), last = cpuset_last(&f->online);
+        set_affinity_of(f->child, first);
+        CpuSet want = one_cpu(last);
+        AffinityResult res;
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(res, AFFINITY_REFUSED_NARROWED);
+        assert_int_equal(journal_size(f->journal), 0);
+}
+
+static void test_release(void **state) {
+        Fixture *f = *state;
+        CpuSet before = affinity_of(f->child);
+        CpuSet want = one_cpu(cpuset_last(&f->online));
+        assert_int_equal(act_affinity_release(f->act, &f->id), 0); /* never placed */
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        assert_int_equal(act_affinity_release(f->act, &f->id), 1);
+        CpuSet now = affinity_of(f->child);
+        assert_true(cpuset_equal(&now, &before));
+        assert_int_equal(journal_size(f->journal), 0);
+}
+
+static void test_rt_refused(void **state) {
+        Fixture *f = *state;
+        struct sched_param sp = { .sched_priority = 1 };
+        assert_int_equal(sched_setscheduler(f->child, SCHED_FIFO, &sp), 0);
+        CpuSet before = affinity_of(f->child);
+        CpuSet want = one_cpu(cpuset_last(&f->online));
+        AffinityResult res;
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(res, AFFINITY_REFUSED_RT);
+        CpuSet now = affinity_of(f->child);
+        assert_true(cpuset_equal(&now, &before));
+        assert_int_equal(journal_size(f->journal), 0);
+}
+
+static void refused(Fixture *f, pid_t tid, AffinityResult expected) {
+        AffinityTask t;
+        assert_int_equal(act_affinity_read_task("/proc", tid, &t), 0);
+        TaskId id = { .tid = tid, .start_time = t.start_time };
+        CpuSet before = affinity_of(tid);
+        CpuSet want = one_cpu(cpuset_first(&f->online));
+        AffinityResult res;
+        assert_int_equal(act_affinity_apply(f->act, &id, &want, &res, NULL), 0);
+        assert_int_equal(res, expected);
+        CpuSet now = affinity_of(tid);
+        assert_true(cpuset_equal(&now, &before));
+}
+
+static void test_never_touched(void **state) {
+        Fixture *f = *state;
+        refused(f, 1, AFFINITY_REFUSED_INIT);
+        refused(f, 2, AFFINITY_REFUSED_KTHREAD); /* kthreadd */
+        refused(f, getpid(), AFFINITY_REFUSED_SELF);
+        assert_int_equal(journal_size(f->journal), 0);
+}
+
+static void test_identity(void **state) {
+        Fixture *f = *state;
+        CpuSet want = one_cpu(cpuset_last(&f->online));
+        TaskId wrong = { .tid = f->id.tid, .start_time = f->id.start_time + 1 };
+        assert_int_equal(act_affinity_apply(f->act, &wrong, &want, NULL, NULL), -ESRCH);
+        assert_true(act_affinity_error_is_transient(-ESRCH));
+        assert_false(act_affinity_error_is_transient(-EPERM));
+
+        kill(f->child, SIGKILL);
+        waitpid(f->child, NULL, 0);
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), -ESRCH);
+        assert_int_equal(journal_size(f->journal), 0);
+}
+
+static void test_dry_run(void **state) {
+        Fixture *f = *state;
+        assert_int_equal(make_act(f, true), 0);
+        CpuSet before = affinity_of(f->child);
+        CpuSet want = one_cpu(cpuset_last(&f->online)), applied;
+        AffinityResult res;
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, &applied), 0);
+        assert_int_equal(res, AFFINITY_WOULD_SET);
+        assert_true(cpuset_equal(&applied, &want));
+        CpuSet now = affinity_of(f->child);
+        assert_true(cpuset_equal(&now, &before));
+        assert_int_equal(journal_size(f->journal), 0);
+}
+
+static void test_clamped(void **state) {
+        Fixture *f = *state;
+        CpuSet want = one_cpu(cpuset_last(&f->online)), applied;
+        cpuset_set(&want, CPUSET_MAX_CPUS - 1); /* not online: dropped */
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, &applied), 1);
+        CpuSet expect = one_cpu(cpuset_last(&f->online));
+        assert_true(cpuset_equal(&applied, &expect));
+
+        CpuSet offline = one_cpu(CPUSET_MAX_CPUS - 1);
+        AffinityResult res;
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &offline, &res, NULL), 0);
+        assert_int_equal(res, AFFINITY_EMPTY);
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
+}
+
+int main(void) {
+        if (geteuid() != 0) {
+                printf("skipped: needs root to change other tasks' affinity and scheduling "
+                       "policy\n");
+                return 77;
+        }
+        CpuSet online;
+        if (cpuset_read_file("/sys/devices/system/cpu/online", &online) < 0 ||
+            cpuset_count(&online) < 2) {
+                printf("skipped: needs at least two online CPUs\n");
+                return 77;
+        }
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_apply_and_restore, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_crash_then_restore, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_narrowed_after_us_left_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_narrowed_is_let_go, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_narrowed_before_us, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_release, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rt_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_never_touched, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_clamped, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for lib/policy.c, table-driven on fixture topologies (the 2-CPU VM,
+ * the 2-socket EPYC with 16 LLCs, the Intel hybrid laptop) and every
+ * built-in profile: pairs, 40-task meshes, a master with 64 workers, a mix
+ * and an overload, each checked against the invariants (masks non-empty and
+ * inside online and the cpuset, power-first LLCs within headroom, the same
+ * input gives the same plan, an unchanged input the next tick changes
+ * nothing), plus targeted tests of hysteresis, feedback, consolidation,
+ * idle caps and the JSON round trip.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "macro.h"
+#include "policy.h"
+#include "topology.h"
+
+#define SEC_NS     1000000000ULL
+#define MAX_GROUPS 256
+
+static Topology *load_topo(const char *name) {
+        const char *src = getenv("PLACED_SRC");
+        char root[512];
+        snprintf(root, sizeof(root), "%s/tests/fixtures/%s", src ? src : ".", name);
+        Topology *t = NULL;
+        assert_int_equal(topo_load(root, &t), 0);
+        return t;
+}
+
+static Profile profile(const char *name) {
+        Profile p;
+        assert_int_equal(profile_defaults(name, &p), 0);
+        return p;
+}
+
+static CpuSet set_of(const char *text) {
+        CpuSet s;
+        assert_int_equal(cpuset_parse(text, &s), 0);
+        return s;
+}
+
+/* A scenario: groups + loads on one topology. */
+typedef struct Scenario {
+        Topology *t;
+        Group groups[MAX_GROUPS];
+        TaskId tasks[MAX_GROUPS][2]; /* group task arrays point here (only n_tasks counts) */
+        unsigned n_groups;
+        CpuLoad *loads;
+        const CpuSet *limits; /* parallel to groups, or NULL */
+        uint64_t next_id;
+} Scenario;
+
+static void scenario_init(Scenario *s, const char *topo, double busy) {
+        memset(s, 0, sizeof(*s));
+        s->t = load_topo(topo);
+        s->loads = calloc(s->t->n_cpus, sizeof(CpuLoad));
+        assert_non_null(s->loads);
+        for (unsigned c = 0; c < s->t->n_cpus; c++)
+                s->loads[c].busy = busy;
+        s->next_id = 100;
+}
+
+static void scenario_done(Scenario *s) {
+        topo_free(s->t);
+        free(s->loads);
+}
+
+/* Adds a group that ran on ran_on (NULL = online) and accounts its load there. */
+static Group *add_group(Scenario *s, GroupClass k, unsigned n_tasks, double util,
+                        const CpuSet *ran_on) {
+        assert_true(s->n_groups < MAX_GROUPS);
+        Group *g = &s->groups[s->n_groups];
+        *g = (Group){ .id = s->next_id++,
+                      .class = k,
+                      .tasks = s->tasks[s->n_groups],
+                      .n_tasks = n_tasks,
+                      .util = util,
+                      .cpus = s->t->online,
+                      .ran_on = ran_on ? *ran_on : s->t->online };
+        s->n_groups++;
+        unsigned n = cpuset_count(&g->ran_on);
+        CPUSET_FOREACH (c, &g->ran_on)
+                s->loads[c].busy = MIN(1.0, s->loads[c].busy + util / n);
+        return g;
+}
+
+static PolicyInput input(Scenario *s, const Profile *p, const Plan *prev, uint64_t now) {
+        return (PolicyInput){ .topo = s->t,
+                              .groups = s->groups,
+                              .n_groups = s->n_groups,
+                              .loads = s->loads,
+                              .n_loads = s->t->n_cpus,
+                              .profile = p,
+                              .prev = prev,
+                              .now_ns = now,
+                              .group_limits = s->limits };
+}
+
+static Plan *decide(Scenario *s, const Profile *p, const Plan *prev, uint64_t now) {
+        PolicyInput in = input(s, p, prev, now);
+        Plan *plan = NULL;
+        assert_int_equal(policy_decide(&in, &plan), 0);
+        assert_non_null(plan);
+        return plan;
+}
+
+static const PlanGroup *pg_of(const Plan *p, const Group *g) {
+        const PlanGroup *pg = plan_find_group(p, g->id);
+        assert_non_null(pg);
+        return pg;
+}
+
+/* LLC (or core on one-LLC machines) count a mask touches. */
+static unsigned units_touched(const Topology *t, const CpuSet *m) {
+        const TopoDomain *u = t->n_llcs > 1 ? t->llcs : t->cores;
+        unsigned n = t->n_llcs > 1 ? t->n_llcs : t->n_cores, k = 0;
+        for (unsigned i = 0; i < n; i++)
+                k += cpuset_intersects(&u[i].cpus, m);
+        return k;
+}
+
+static void check_invariants(Scenario *s, const Profile *p, const CpuSet *limits) {
+        Plan *a = decide(s, p, NULL, SEC_NS), *b = decide(s, p, NULL, SEC_NS);
+        assert_true(plan_equal(a, b)); /* deterministic */
+        assert_int_equal(a->n_groups, s->n_groups);
+        for (unsigned i = 0; i < s->n_groups; i++) {
+                const PlanGroup *pg = pg_of(a, &s->groups[i]);
+                if (!pg->managed)
+                        continue;
+                assert_false(cpuset_is_empty(&pg->cpus));
+                assert_true(cpuset_is_subset(&pg->cpus, &s->t->online));
+                if (limits)
+                        assert_true(cpuset_is_subset(&pg->cpus, &limits[i]));
+                assert_true(s->groups[i].class != GROUP_SOLO);
+        }
+        for (int sl = 0; sl < _PLAN_SLICE_MAX; sl++)
+                assert_true(cpuset_is_subset(&a->slice_cpus[sl], &s->t->online));
+
+        /* Power-first: each LLC used by packed groups stays within its headroom,
+         * as long as the machine is not overloaded. */
+        double total = 0;
+        for (unsigned i = 0; i < s->n_groups; i++)
+                total += s->groups[i].util;
+        if (p->mesh_placement == SPREAD_PLACEMENT_PACK &&
+            total < cpuset_count(&s->t->online) * (1 - p->llc_headroom_pct / 100.0)) {
+                for (unsigned l = 0; l < s->t->n_llcs; l++) {
+                        double load = 0;
+                        for (unsigned i = 0; i < s->n_groups; i++) {
+                                const PlanGroup *pg = pg_of(a, &s->groups[i]);
+                                if (!pg->managed || s->groups[i].class == GROUP_PAIR)
+                                        continue;
+                                CpuSet in;
+                                cpuset_and(&in, &pg->cpus, &s->t->llcs[l].cpus);
+                                load += s->groups[i].util * cpuset_count(&in) /
+                                        cpuset_count(&pg->cpus);
+                        }
+                        double cap = cpuset_count(&s->t->llcs[l].cpus) *
+                                     (1 - p->llc_headroom_pct / 100.0);
+                        assert_true(load <= cap + 1e-6);
+                }
+        }
+
+        /* Stable: the next ticks with the same input change nothing. */
+        Plan *c = decide(s, p, a, 2 * SEC_NS);
+        assert_true(plan_equal(a, c));
+        Plan *d = decide(s, p, c, 60 * SEC_NS); /* past every dwell */
+        assert_true(plan_equal(a, d));
+        for (unsigned i = 0; i < d->n_groups; i++)
+                assert_int_equal(d->groups[i].since_ns, a->groups[i].since_ns);
+        plan_free(a);
+        plan_free(b);
+        plan_free(c);
+        plan_free(d);
+}
+
+/* ---- scenario tables ---- */
+
+typedef enum Kind { N_PAIRS, MESHES, FANOUT64, MIX, OVERLOAD } Kind;
+
+static void build(Scenario *s, Kind kind) {
+        unsigned n = cpuset_count(&s->t->online);
+        int first = cpuset_first(&s->t->online);
+        switch (kind) {
+        case N_PAIRS:
+                for (unsigned i = 0; i < MAX(n / 2, 1u); i++) {
+                        CpuSet ran;
+                        cpuset_zero(&ran);
+                        cpuset_set(&ran, first + (int)(2 * i) % (int)n);
+                        cpuset_set(&ran, first + (int)(2 * i + 1) % (int)n);
+                        add_group(s, GROUP_PAIR, 2, 0.5, &ran);
+                }
+                break;
+        case MESHES:
+                for (unsigned i = 0; i < 4; i++)
+                        add_group(s, GROUP_MESH, 40, MIN(3.0, n / 8.0 + 0.25), NULL);
+                break;
+        case FANOUT64:
+                add_group(s, GROUP_FANOUT, 65, MIN(20.0, n * 0.6), NULL);
+                break;
+        case MIX: {
+                CpuSet ran = set_of("0-1");
+                add_group(s, GROUP_PAIR, 2, 0.4, &ran);
+                add_group(s, GROUP_MESH, 40, MIN(2.0, n * 0.3), NULL);
+                add_group(s, GROUP_FANOUT, 9, MIN(4.0, n * 0.3), NULL);
+                add_group(s, GROUP_SOLO, 1, 0.2, NULL);
+                break;
+        }
+        case OVERLOAD:
+                for (unsigned i = 0; i < n; i++) {
+                        CpuSet ran;
+                        cpuset_zero(&ran);
+                        cpuset_set(&ran, first + (int)i);
+                        add_group(s, GROUP_PAIR, 2, 0.7, &ran);
+                }
+                add_group(s, GROUP_MESH, 40, 2.0 * n, NULL);
+                add_group(s, GROUP_FANOUT, 65, 1.5 * n, NULL);
+                break;
+        }
+}
+
+static void test_scenario_table(void **state) {
+        const char *topos[] = { "topo-vm2", "topo-epyc2s", "topo-hybrid" };
+        const char *profiles[] = { "power-first", "balanced", "latency-first" };
+        for (size_t ti = 0; ti < ELEMENTSOF(topos); ti++)
+                for (size_t pi = 0; pi < ELEMENTSOF(profiles); pi++)
+                        for (Kind k = N_PAIRS; k <= OVERLOAD; k++) {
+                                Scenario s;
+                                Profile p = profile(profiles[pi]);
+                                print_message("%s %s scenario %d\n", topos[ti], profiles[pi], k);
+                                scenario_init(&s, topos[ti], 0.05);
+                                build(&s, k);
+                                check_invariants(&s, &p, NULL);
+                                scenario_done(&s);
+                        }
+}
+
+/* ---- pairs ---- */
+
+static void test_pair_on_least_busy_ran_on_cpu(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.1);
+        CpuSet ran = set_of("8,40");
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.6, &ran);
+        s.loads[8].busy += 0.3; /* someone else is busy on CPU 8 */
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        const PlanGroup *pg = pg_of(plan, g);
+        assert_true(pg->managed);
+        CpuSet expect = set_of("40");
+        assert_true(cpuset_equal(&pg->cpus, &expect));
+        assert_true(strstr(pg->reason, "pair") != NULL);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+static void test_pair_too_big_left_alone(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.85, NULL);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        assert_false(pg_of(plan, g)->managed);
+        plan_free(plan);
+
+        /* The same pair once packed stays packed: packing is what saturates it. */
+        g->util = 0.5;
+        Plan *packed = decide(&s, &p, NULL, SEC_NS);
+        assert_true(pg_of(packed, g)->managed);
+        g->util = 1.0;
+        plan = decide(&s, &p, packed, 30 * SEC_NS);
+        assert_true(pg_of(plan, g)->managed);
+        assert_true(plan_equal(plan, packed));
+        plan_free(plan);
+        plan_free(packed);
+        scenario_done(&s);
+}
+
+static void test_pair_same_core_smt(void **state) {
+        Scenario s;
+        Profile p = profile("latency-first");
+        scenario_init(&s, "topo-epyc2s", 0.0);
+        CpuSet ran = set_of("3,70");
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        const PlanGroup *pg = pg_of(plan, g);
+        assert_true(pg->managed);
+        int cpu = cpuset_first(&pg->cpus);
+        int core = s.t->cpus[cpu].core;
+        assert_true(cpuset_equal(&pg->cpus, &s.t->cores[core].cpus)); /* the SMT siblings */
+        assert_int_equal(cpuset_count(&pg->cpus), 2);
+        /* Latency-first caps idle exit latency where the pair runs. */
+        CPUSET_FOREACH (c, &pg->cpus)
+                assert_int_equal(plan->idle_max_exit_latency_us[c],
+                                 (int)p.idle_max_exit_latency_us);
+        assert_int_equal(plan->idle_max_exit_latency_us[100], PLAN_NO_IDLE_CAP);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+static void test_pairs_do_not_share_a_full_cpu(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g[3];
+        for (int i = 0; i < 3; i++)
+                g[i] = add_group(&s, GROUP_PAIR, 2, 0.7, NULL);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        unsigned managed = 0;
+        CpuSet used;
+        cpuset_zero(&used);
+        for (int i = 0; i < 3; i++) {
+                const PlanGroup *pg = pg_of(plan, g[i]);
+                if (!pg->managed)
+                        continue;
+                managed++;
+                assert_int_equal(cpuset_count(&pg->cpus), 1);
+                assert_false(cpuset_intersects(&used, &pg->cpus)); /* 0.7 + 0.7 > 1 CPU */
+                cpuset_or(&used, &used, &pg->cpus);
+        }
+        assert_int_equal(managed, 2);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* ---- hysteresis and feedback ---- */
+
+static void test_dwell_and_gain(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.0);
+        CpuSet ran = set_of("8,9");
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+        Plan *a = decide(&s, &p, NULL, SEC_NS);
+        int cpu = cpuset_first(&pg_of(a, g)->cpus);
+        int other = cpu == 8 ? 9 : 8;
+
+        /* Its CPU becomes busier: within the dwell nothing moves. */
+        s.loads[cpu].busy += 0.4;
+        Plan *b = decide(&s, &p, a, SEC_NS + (p.dwell_ms - 1) * 1000000ULL);
+        assert_true(plan_equal(a, b));
+        /* After the dwell it moves: the gain (40% of a CPU) passes min_gain_pct. */
+        Plan *c = decide(&s, &p, b, SEC_NS + (p.dwell_ms + 1) * 1000000ULL);
+        assert_true(cpuset_isset(&pg_of(c, g)->cpus, other));
+        assert_int_equal(pg_of(c, g)->since_ns, SEC_NS + (p.dwell_ms + 1) * 1000000ULL);
+
+        /* A gain below min_gain_pct does not move it back. */
+        s.loads[cpu].busy -= 0.4;
+        s.loads[other].busy += (p.min_gain_pct - 1) / 100.0;
+        Plan *d = decide(&s, &p, c, 60 * SEC_NS);
+        assert_true(plan_equal(c, d));
+        plan_free(a);
+        plan_free(b);
+        plan_free(c);
+        plan_free(d);
+        scenario_done(&s);
+}
+
+static void test_feedback_widens_next_tick(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.0);
+        CpuSet ran = set_of("8,72");
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+        Plan *a = decide(&s, &p, NULL, SEC_NS);
+        assert_int_equal(cpuset_count(&pg_of(a, g)->cpus), 1);
+
+        g->runq_delay_us = p.runq_delay_budget_us + 1;
+        Plan *b = decide(&s, &p, a, 2 * SEC_NS); /* within dwell: feedback overrides */
+        const PlanGroup *pb = pg_of(b, g);
+        assert_true(pb->managed);
+        assert_true(cpuset_is_subset(&pg_of(a, g)->cpus, &pb->cpus));
+        assert_true(cpuset_count(&pb->cpus) > 1);
+        assert_int_equal(pb->widen, 1);
+        /* Balanced caps idle states where a group is delayed. */
+        CPUSET_FOREACH (c, &pb->cpus)
+                assert_int_equal(b->idle_max_exit_latency_us[c], (int)p.idle_max_exit_latency_us);
+
+        /* Mesh: one more LLC. */
+        Scenario m;
+        scenario_init(&m, "topo-epyc2s", 0.0);
+        Group *mesh = add_group(&m, GROUP_MESH, 40, 3.0, NULL);
+        Plan *ma = decide(&m, &p, NULL, SEC_NS);
+        unsigned before = units_touched(m.t, &pg_of(ma, mesh)->cpus);
+        mesh->runq_delay_us = p.runq_delay_budget_us * 2;
+        Plan *mb = decide(&m, &p, ma, 2 * SEC_NS);
+        assert_int_equal(units_touched(m.t, &pg_of(mb, mesh)->cpus), before + 1);
+        plan_free(a);
+        plan_free(b);
+        plan_free(ma);
+        plan_free(mb);
+        scenario_done(&s);
+        scenario_done(&m);
+}
+
+/* ---- meshes and fan-outs ---- */
+
+static void test_mesh_homes_distinct_or_packed(void **state) {
+        Scenario s;
+        scenario_init(&s, "topo-epyc2s", 0.02);
+        Group *g[4];
+        for (int i = 0; i < 4; i++)
+                g[i] = add_group(&s, GROUP_MESH, 40, 1.5, NULL);
+
+        Profile bal = profile("balanced");
+        Plan *plan = decide(&s, &bal, NULL, SEC_NS);
+        CpuSet used;
+        cpuset_zero(&used);
+        for (int i = 0; i < 4; i++) {
+                const PlanGroup *pg = pg_of(plan, g[i]);
+                assert_true(pg->managed);
+                assert_int_equal(units_touched(s.t, &pg->cpus), 1); /* one home LLC */
+                assert_false(cpuset_intersects(&used, &pg->cpus));  /* distinct homes */
+                cpuset_or(&used, &used, &pg->cpus);
+        }
+        plan_free(plan);
+
+        Profile pow = profile("power-first");
+        plan = decide(&s, &pow, NULL, SEC_NS);
+        cpuset_zero(&used);
+        for (int i = 0; i < 4; i++)
+                cpuset_or(&used, &used, &pg_of(plan, g[i])->cpus);
+        /* 6 CPUs' worth fits in one 8-CPU LLC with 20% headroom. */
+        assert_int_equal(units_touched(s.t, &used), 1);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+static void test_fanout_spread_vs_pack(void **state) {
+        Scenario s;
+        scenario_init(&s, "topo-epyc2s", 0.02);
+        Group *g = add_group(&s, GROUP_FANOUT, 65, 20.0, NULL);
+        Profile bal = profile("balanced"), pow = profile("power-first");
+        Plan *a = decide(&s, &bal, NULL, SEC_NS), *b = decide(&s, &pow, NULL, SEC_NS);
+        const PlanGroup *spread = pg_of(a, g), *pack = pg_of(b, g);
+        assert_true(spread->managed);
+        assert_true(pack->managed);
+        /* Spread: an idle CPU for each busy worker (21) with headroom. */
+        assert_true(cpuset_count(&spread->cpus) >= 21);
+        assert_true(cpuset_count(&pack->cpus) >= 20);
+        assert_true(units_touched(s.t, &pack->cpus) <= units_touched(s.t, &spread->cpus));
+        plan_free(a);
+        plan_free(b);
+        scenario_done(&s);
+
+        /* The VM: 8 workers on 2 CPUs need the whole machine -> the kernel decides. */
+        scenario_init(&s, "topo-vm2", 0.0);
+        g = add_group(&s, GROUP_FANOUT, 9, 1.9, NULL);
+        a = decide(&s, &bal, NULL, SEC_NS);
+        assert_false(pg_of(a, g)->managed);
+        plan_free(a);
+        scenario_done(&s);
+}
+
+static void test_mesh_on_vm_left_to_kernel(void **state) {
+        /* hackbench on the 2-CPU VM: confining it to one CPU halves it. */
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_MESH, 40, 1.8, NULL);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        assert_false(pg_of(plan, g)->managed);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+static void test_limits_respected(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.0);
+        CpuSet ran = set_of("0,1");
+        add_group(&s, GROUP_PAIR, 2, 0.3, &ran);
+        add_group(&s, GROUP_MESH, 40, 2.0, NULL);
+        CpuSet limits[2] = { set_of("16-23"), set_of("64-79") };
+        s.limits = limits;
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        for (int i = 0; i < 2; i++) {
+                const PlanGroup *pg = pg_of(plan, &s.groups[i]);
+                assert_true(pg->managed);
+                assert_true(cpuset_is_subset(&pg->cpus, &limits[i]));
+        }
+        plan_free(plan);
+        check_invariants(&s, &p, limits);
+        scenario_done(&s);
+}
+
+/* ---- slices, idle ---- */
+
+static void test_consolidation(void **state) {
+        Scenario s;
+        Profile p = profile("power-first");
+        scenario_init(&s, "topo-epyc2s", 0.03);
+        Group *mesh = add_group(&s, GROUP_MESH, 40, 2.0, NULL);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        const CpuSet *hk = &plan->slice_cpus[PLAN_SLICE_SYSTEM];
+        assert_false(cpuset_is_empty(hk));
+        assert_false(cpuset_equal(hk, &s.t->online));
+        assert_true(cpuset_count(hk) >= p.housekeeping_min_cpus);
+        assert_true(cpuset_equal(hk, &plan->slice_cpus[PLAN_SLICE_USER]));
+        assert_true(cpuset_is_subset(&pg_of(plan, mesh)->cpus, hk));
+        /* Nothing capped in power-first. */
+        for (unsigned c = 0; c < plan->n_cpus; c++)
+                assert_int_equal(plan->idle_max_exit_latency_us[c], PLAN_NO_IDLE_CAP);
+        plan_free(plan);
+
+        /* High load: no confinement. */
+        for (unsigned c = 0; c < s.t->n_cpus; c++)
+                s.loads[c].busy = 0.6;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(cpuset_is_empty(&plan->slice_cpus[PLAN_SLICE_SYSTEM]));
+        plan_free(plan);
+
+        /* Balanced never confines. */
+        Profile bal = profile("balanced");
+        for (unsigned c = 0; c < s.t->n_cpus; c++)
+                s.loads[c].busy = 0.01;
+        plan = decide(&s, &bal, NULL, SEC_NS);
+        assert_true(cpuset_is_empty(&plan->slice_cpus[PLAN_SLICE_MACHINE]));
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* ---- JSON ---- */
+
+static void test_json_round_trip(void **state) {
+        Scenario s;
+        Profile p = profile("latency-first");
+        scenario_init(&s, "topo-epyc2s", 0.05);
+        build(&s, MIX);
+        s.tasks[0][0] = (TaskId){ .tid = 1234, .start_time = 99999 };
+        s.tasks[0][1] = (TaskId){ .tid = 1235, .start_time = 100000 };
+        s.groups[0].tasks = s.tasks[0];
+        s.groups[0].n_tasks = 2;
+        for (unsigned i = 1; i < s.n_groups; i++)
+                s.groups[i].n_tasks = 0; /* only the first group has task ids here */
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+
+        _cleanup_free_ char *json = NULL, *json2 = NULL;
+        assert_int_equal(plan_to_json(plan, &json), 0);
+        Plan *back = NULL;
+        assert_int_equal(plan_from_json(json, &back), 0);
+        assert_true(plan_equal(plan, back));
+        assert_string_equal(back->profile, "latency-first");
+        assert_string_equal(back->groups[0].reason, plan->groups[0].reason);
+        assert_int_equal(plan_from_json("{\"groups\": 3}", &back), -EINVAL);
+        assert_int_equal(plan_from_json("not json", &back), -EINVAL);
+
+        PolicySnapshot snap = { .topology = (char *)"tests/fixtures/topo-epyc2s",
+                                .now_ns = SEC_NS,
+                                .groups = s.groups,
+                                .n_groups = s.n_groups,
+                                .loads = s.loads,
+                                .n_loads = s.t->n_cpus,
+                                .prev = plan };
+        strcpy(snap.profile, "latency-first");
+        assert_int_equal(policy_snapshot_to_json(&snap, &json2), 0);
+        PolicySnapshot *rs = NULL;
+        assert_int_equal(policy_snapshot_from_json(json2, &rs), 0);
+        assert_string_equal(rs->topology, snap.topology);
+        assert_int_equal(rs->n_groups, s.n_groups);
+        assert_int_equal(rs->groups[0].n_tasks, 2);
+        assert_int_equal(rs->groups[0].tasks[1].tid, 1235);
+        assert_int_equal(rs->groups[0].tasks[1].start_time, 100000);
+        assert_int_equal(rs->n_loads, s.t->n_cpus);
+        assert_true(fabs(rs->loads[1].busy - s.loads[1].busy) < 1e-9);
+        assert_true(plan_equal(rs->prev, plan));
+
+        /* Replaying the snapshot gives the same plan. */
+        PolicyInput in = { .topo = s.t,
+                           .groups = rs->groups,
+                           .n_groups = rs->n_groups,
+                           .loads = rs->loads,
+                           .n_loads = rs->n_loads,
+                           .profile = &p,
+                           .now_ns = rs->now_ns };
+        Plan *replay = NULL;
+        assert_int_equal(policy_decide(&in, &replay), 0);
+        assert_true(plan_equal(replay, plan));
+        plan_free(replay);
+        policy_snapshot_free(rs);
+        plan_free(back);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+static void test_bad_input(void **state) {
+        Plan *plan = NULL;
+        PolicyInput in = { 0 };
+        assert_int_equal(policy_decide(&in, &plan), -EINVAL);
+        assert_null(plan);
+        assert_null(plan_free(NULL));
+        assert_null(plan_find_group(NULL, 1));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_scenario_table),
+                cmocka_unit_test(test_pair_on_least_busy_ran_on_cpu),
+                cmocka_unit_test(test_pair_too_big_left_alone),
+                cmocka_unit_test(test_pair_same_core_smt),
+                cmocka_unit_test(test_pairs_do_not_share_a_full_cpu),
+                cmocka_unit_test(test_dwell_and_gain),
+                cmocka_unit_test(test_feedback_widens_next_tick),
+                cmocka_unit_test(test_mesh_homes_distinct_or_packed),
+                cmocka_unit_test(test_fanout_spread_vs_pack),
+                cmocka_unit_test(test_mesh_on_vm_left_to_kernel),
+                cmocka_unit_test(test_limits_respected),
+                cmocka_unit_test(test_consolidation),
+                cmocka_unit_test(test_json_round_trip),
+                cmocka_unit_test(test_bad_input),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
