@@ -165,3 +165,4 @@ clean:
 	rm -rf build build-san
 
 -include $(LIB_OBJS:.o=.d) $(PLACED_OBJS:.o=.d) $(PLACECTL_OBJS:.o=.d)
+.SECONDARY:

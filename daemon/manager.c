@@ -25,6 +25,9 @@
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
+#include "pipeline.h"
+#include "policy.h"
+#include "wake-graph.h"
 #include "restore.h"
 
 #define MANAGER_MAX_HOLDS 64
@@ -58,16 +61,11 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         return 0;
 }
 
-static void groups_free(Group *groups, unsigned n) {
-        for (unsigned i = 0; i < n; i++)
-                free(groups[i].tasks);
-        free(groups);
-}
-
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         bus_close(m);
+        m->pipeline = pipeline_free(m->pipeline);
         m->loop = loop_free(m->loop);
         m->journal = journal_free(m->journal);
         closep(&m->journal_lock_fd);
@@ -76,7 +74,7 @@ Manager *manager_free(Manager *m) {
                 free(m->holds[i].owner);
         }
         free(m->holds);
-        groups_free(m->groups, m->n_groups);
+        group_array_free(m->groups, m->n_groups);
         topo_free(m->topo);
         config_done(&m->config);
         free(m->bus_description);
@@ -217,6 +215,10 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
 
+        r = pipeline_new(m, &m->pipeline);
+        if (r < 0)
+                return r;
+
         r = bus_open(m, m->opts.bus);
         if (r < 0)
                 return r;
@@ -246,9 +248,7 @@ void manager_exit(Manager *m) {
 void manager_tick(Manager *m) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
 
-        /* The pipeline: sample -> model -> decide -> diff -> apply -> publish.
-         * Sampling, modelling and placement arrive with their own modules;
-         * what is here already is the publish step. */
+        pipeline_tick(m->pipeline, m, start * NSEC_PER_USEC);
 
         m->n_ticks++;
         m->last_tick_usec = start;
@@ -375,6 +375,8 @@ int manager_release_owner(Manager *m, const char *owner) {
 
 int manager_restore(Manager *m) {
         JournalRestoreStats stats = { 0 };
+        if (m->pipeline)
+                pipeline_forget_applied(m->pipeline);
         int r = restore_journal(m->journal, m->opts.procfs_root, m->opts.sysfs_root, &stats);
         if (r < 0)
                 log_warning_errno(r, "Restore incomplete: %u values could not be written back.",
@@ -408,13 +410,15 @@ int manager_explain(Manager *m, pid_t tid, char **ret) {
         char cpus[256];
         if (cpuset_format(&g->cpus, cpus, sizeof(cpus)) < 0)
                 snprintf(cpus, sizeof(cpus), "(many)");
+        const PlanGroup *pg = plan_find_group(pipeline_plan(m->pipeline), g->id);
         char *s;
         if (asprintf(&s,
-                     "Task %d is in %s group %" PRIu64
-                     " (%u tasks, %.2f CPUs, run-queue delay %" PRIu64
-                     " us), allowed on CPUs %s under profile %s.",
+                     "Task %d is in %s group %" PRIu64 " (%u tasks, %.2f CPUs, run-queue delay "
+                     "%" PRIu64 " us, %.0f wakeups/s), allowed on CPUs %s. Profile %s%s: %s.",
                      (int)tid, group_class_to_string(g->class), g->id, g->n_tasks, g->util,
-                     g->runq_delay_us, cpus, m->profile->name) < 0)
+                     g->runq_delay_us, g->wake_rate, cpus, m->profile->name,
+                     m->mode == MANAGER_ADVISE ? " (advise mode, nothing applied)" : "",
+                     pg ? pg->reason : "no decision yet") < 0)
                 return -ENOMEM;
         *ret = s;
         return 0;

@@ -17,6 +17,7 @@
 
 typedef struct Loop Loop;
 typedef struct Journal Journal;
+typedef struct Pipeline Pipeline;
 
 typedef struct ManagerOptions {
         ConfigPaths paths;
@@ -62,7 +63,8 @@ typedef struct Manager {
         unsigned n_holds;
         uint32_t next_cookie;
 
-        Group *groups; /* owned: the groups of the last tick */
+        Pipeline *pipeline; /* sample -> model -> decide -> apply, see pipeline.c */
+        Group *groups;      /* owned: the groups of the last tick */
         unsigned n_groups;
         const char *wake_source; /* "none" until a sampler runs */
 

@@ -12,14 +12,35 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+
+#include "act-affinity.h"
+#include "act-cpuset.h"
+#include "act-idle.h"
+#include "act-slice.h"
 #include "log.h"
 #include "macro.h"
 
 int restore_journal(Journal *j, const char *procfs_root, const char *sysfs_root,
                     JournalRestoreStats *ret_stats) {
-        /* Each actuator contributes its kind's operations here as it lands;
-         * records of a kind without operations are kept, never dropped. */
-        return journal_restore(j, NULL, 0, ret_stats);
+        JournalKindOps ops[2 + ACT_IDLE_N_KINDS + 1];
+        unsigned n = 0;
+        _cleanup_(act_idle_freep) ActIdle *idle = NULL;
+        sd_bus *systemd = NULL;
+
+        act_affinity_kind_ops(procfs_root, &ops[n++]);
+        act_cpuset_kind_ops(&ops[n++]);
+        if (act_idle_new(sysfs_root, NULL, false, &idle) >= 0)
+                n += (unsigned)act_idle_kind_ops(idle, &ops[n]);
+        /* Slices were changed through systemd, so only systemd can put them back.
+         * Without it, their records are kept for a later attempt. */
+        if (sd_booted() > 0 && sd_bus_open_system(&systemd) >= 0)
+                act_slice_journal_ops(systemd, &ops[n++]);
+
+        int r = journal_restore(j, ops, n, ret_stats);
+        sd_bus_flush_close_unref(systemd);
+        return r;
 }
 
 int restore_run(const char *journal_dir, const char *procfs_root, const char *sysfs_root) {

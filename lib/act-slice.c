@@ -162,3 +162,22 @@ void act_slice_journal_ops(sd_bus *bus, JournalKindOps *ret) {
                 .userdata = bus,
         };
 }
+
+int act_slice_release(sd_bus *bus, Journal *j, const char *unit) {
+        const char *original, *applied;
+        CpuSet now, want;
+        bool set;
+        int r;
+
+        if (journal_get(j, ACT_SLICE_JOURNAL_KIND, unit, &original, &applied) < 0)
+                return 0;
+        r = act_slice_get_allowed_cpus(bus, unit, &now, &set);
+        if (r >= 0 && set && cpuset_parse(applied, &want) >= 0 && cpuset_equal(&now, &want)) {
+                r = slice_journal_write(unit, original, bus);
+                if (r < 0)
+                        return r;
+        }
+        /* Restored, changed by someone else since, or gone: placed lets go. */
+        r = journal_forget(j, ACT_SLICE_JOURNAL_KIND, unit);
+        return r < 0 ? r : 1;
+}

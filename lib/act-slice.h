@@ -34,5 +34,12 @@ int act_slice_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus
  */
 int act_slice_apply(sd_bus *bus, Journal *j, const char *unit, const CpuSet *cpus, bool dry_run);
 
+/*
+ * act_slice_release() - put back the original AllowedCPUs= of unit if it
+ * still holds what placed set, and forget it. Return: 1 released, 0 placed
+ * held nothing there, negative errno.
+ */
+int act_slice_release(sd_bus *bus, Journal *j, const char *unit);
+
 /* Journal operations for restoring slices (userdata: the sd_bus *). */
 void act_slice_journal_ops(sd_bus *bus, JournalKindOps *ret);

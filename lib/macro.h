@@ -61,6 +61,11 @@ static inline void closep(int *fd) {
                         func(*p);               \
         }
 
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
 }

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One tick of placed, readable top to bottom in pipeline_tick():
+ *
+ *     pipeline_sample();   wakeups since the last tick, per-task run time and
+ *                          run-queue delay, per-CPU busy time and idle states
+ *     pipeline_model();    decayed wake graph -> classified groups
+ *     pipeline_decide();   policy_decide(): pure, from topology, groups,
+ *                          loads, profile, previous plan and now
+ *     pipeline_apply();    affinity per task, slice cpusets, idle caps; every
+ *                          change journaled first by its actuator; in advise
+ *                          mode the actuators only report
+ *     pipeline_publish();  groups and counters to the manager (D-Bus, status)
+ *
+ * Errors from actuators are sorted like irqbalance does: transient ones (a
+ * task that exited, a busy file) are retried next tick without noise;
+ * permanent ones are logged once per object.
+ */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "act-affinity.h"
+#include "act-cpuset.h"
+#include "act-idle.h"
+#include "act-slice.h"
+#include "bus.h"
+#include "cpustat.h"
+#include "energy.h"
+#include "exclude.h"
+#include "idle.h"
+#include "journal.h"
+#include "log.h"
+#include "loop.h"
+#include "policy.h"
+#include "task-stats.h"
+#include "wake-graph.h"
+#include "wake-source.h"
+
+struct Pipeline {
+        ManagerMode mode; /* the actuators' mode: rebuilt when the manager's changes */
+
+        WakeSource *source; /* NULL: no sampler could be opened */
+        WakeBatch batch;
+        WakeGraph *graph;
+        WakeSourceCost cost;
+        double sampler_ns_per_wakeup;
+
+        CpuStat *cpustat;
+        IdleSampler *idle;
+        CpuLoad *loads; /* indexed by CPU, topo->n_cpus entries */
+
+        ActAffinity *affinity;
+        ActIdle *act_idle;
+        ActCpuset *cpuset; /* without systemd: cgroup cpuset files */
+        sd_bus *systemd;   /* with systemd as PID 1: slices through its API */
+
+        Plan *plan;
+        char plan_profile[PROFILE_NAME_MAX]; /* a new profile decides afresh */
+
+        TaskId *managed; /* tasks whose affinity placed set (owned) */
+        unsigned n_managed;
+};
+
+static int pipeline_open_actuators(Pipeline *p, Manager *m) {
+        bool dry = m->mode == MANAGER_ADVISE;
+        _cleanup_free_ char *cgroup = NULL;
+        int r;
+
+        /* The cpuset a task's /proc/TID/cpuset path is relative to. */
+        if (act_cpuset_find_mount(m->opts.procfs_root, CGROUP_VERSION_1, &cgroup) < 0)
+                (void)act_cpuset_find_mount(m->opts.procfs_root, CGROUP_VERSION_2, &cgroup);
+
+        ActAffinityOptions ao = {
+                .procfs_root = m->opts.procfs_root,
+                .cgroup_root = cgroup,
+                .online = m->topo->online,
+                .dry_run = dry,
+                .journal = m->journal,
+        };
+        r = act_affinity_new(&ao, &p->affinity);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the affinity actuator: %m");
+
+        r = act_idle_new(m->opts.sysfs_root, m->journal, dry, &p->act_idle);
+        if (r < 0)
+                log_warning_errno(r, "No idle-state constraints: %m");
+
+        if (sd_booted() > 0 && strcmp(m->opts.sysfs_root, "/") == 0) {
+                r = sd_bus_open_system(&p->systemd);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot reach systemd, slices stay unconfined: %m");
+        } else if (cgroup) {
+                ActCpusetOptions co = { .cgroup_root = cgroup,
+                                        .dry_run = dry,
+                                        .journal = m->journal };
+                if (act_cpuset_new(&co, &p->cpuset) < 0)
+                        log_debug("No cpuset files under \"%s\": slices stay unconfined.", cgroup);
+        }
+        p->mode = m->mode;
+        return 0;
+}
+
+static void pipeline_close_actuators(Pipeline *p) {
+        p->affinity = act_affinity_free(p->affinity);
+        p->act_idle = act_idle_free(p->act_idle);
+        p->cpuset = act_cpuset_free(p->cpuset);
+        p->systemd = sd_bus_flush_close_unref(p->systemd);
+}
+
+static void pipeline_open_source(Pipeline *p, Manager *m) {
+        WakeSourceOptions o = { .ignore_tgid = getpid(), .sample_period = m->config.sample_period };
+        _cleanup_free_ char *reason = NULL;
+
+        if (m->config.wake_source == WAKE_SOURCE_NONE) {
+                log_info("Wake sampling is off (wake_source = none).");
+                return;
+        }
+        int r = wake_source_open(m->config.wake_source, &o, &p->source, &reason);
+        if (r < 0) {
+                log_warning_errno(r, "No wake sampler, groups cannot be formed: %s (%m)",
+                                  reason ? reason : "open failed");
+                return;
+        }
+        log_info("Wake sampler: %s.", reason ? reason : wake_source_name(p->source));
+        m->wake_source = wake_source_name(p->source);
+}
+
+int pipeline_new(Manager *m, Pipeline **ret) {
+        Pipeline *p = calloc(1, sizeof(*p));
+        int r;
+
+        if (!p)
+                return log_error_errno(ENOMEM, "Out of memory.");
+        p->loads = calloc(m->topo->n_cpus, sizeof(*p->loads));
+        if (!p->loads) {
+                free(p);
+                return log_error_errno(ENOMEM, "Out of memory.");
+        }
+
+        r = wake_graph_new(NULL, &p->graph);
+        if (r >= 0)
+                r = cpustat_new(m->opts.procfs_root, &p->cpustat);
+        if (r < 0) {
+                pipeline_free(p);
+                return log_error_errno(r, "Failed to set up the model: %m");
+        }
+        if (idle_sampler_new(m->opts.sysfs_root, NULL, &p->idle) < 0)
+                log_info("No cpuidle states under \"%s\": idle residency is not sampled.",
+                         m->opts.sysfs_root);
+
+        r = pipeline_open_actuators(p, m);
+        if (r < 0) {
+                pipeline_free(p);
+                return r;
+        }
+        pipeline_open_source(p, m);
+        *ret = p;
+        return 0;
+}
+
+Pipeline *pipeline_free(Pipeline *p) {
+        if (!p)
+                return NULL;
+        pipeline_close_actuators(p);
+        wake_source_free(p->source);
+        wake_batch_done(&p->batch);
+        wake_graph_free(p->graph);
+        cpustat_free(p->cpustat);
+        idle_sampler_free(p->idle);
+        plan_free(p->plan);
+        free(p->loads);
+        free(p->managed);
+        free(p);
+        return NULL;
+}
+
+static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
+        _cleanup_free_ TaskId *ids = NULL;
+        size_t n = 0;
+
+        if (wake_graph_get_tasks(p->graph, &ids, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                TaskStats ts;
+                int r = task_stats_read(m->opts.procfs_root, 0, ids[i].tid, &ts);
+                if (r < 0) {
+                        /* Gone (or unreadable): forget it now rather than in ten seconds. */
+                        wake_graph_task_exit(p->graph, ids[i].tid);
+                        continue;
+                }
+                (void)wake_graph_task_stats(p->graph, ids[i].tid, ts.id.start_time, ts.run_ns,
+                                            ts.run_delay_ns);
+        }
+}
+
+static void pipeline_sample_cpus(Pipeline *p, Manager *m, uint64_t now_ns) {
+        if (cpustat_refresh(p->cpustat) >= 0)
+                for (unsigned cpu = 0; cpu < m->topo->n_cpus; cpu++) {
+                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
+                        p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
+                }
+        if (p->idle)
+                (void)idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC);
+}
+
+static void pipeline_sample(Pipeline *p, Manager *m, uint64_t now_ns) {
+        if (p->source) {
+                int r = wake_source_read(p->source, now_ns, &p->batch);
+                if (r < 0)
+                        log_debug("Reading the wake sampler failed: %s", strerror(-r));
+                (void)wake_graph_ingest(p->graph, &p->batch, now_ns);
+
+                WakeSourceCost c;
+                if (wake_source_get_cost(p->source, &c) > 0 && c.run_cnt > p->cost.run_cnt)
+                        p->sampler_ns_per_wakeup = (double)(c.run_time_ns - p->cost.run_time_ns) /
+                                                   (double)(c.run_cnt - p->cost.run_cnt);
+                if (wake_source_get_cost(p->source, &c) > 0)
+                        p->cost = c;
+        }
+        pipeline_sample_tasks(p, m);
+        pipeline_sample_cpus(p, m, now_ns);
+}
+
+/* Where each group's tasks may run now, and where they ran during the tick. */
+static void pipeline_fill_group_cpus(Manager *m, Group *g) {
+        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
+        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
+
+        cpuset_zero(&g->cpus);
+        cpuset_zero(&g->ran_on);
+        for (unsigned i = 0; set && i < g->n_tasks; i++) {
+                TaskStats ts;
+                if (task_stats_read(m->opts.procfs_root, 0, g->tasks[i].tid, &ts) >= 0 &&
+                    ts.processor >= 0)
+                        cpuset_set(&g->ran_on, ts.processor);
+                if (sched_getaffinity(g->tasks[i].tid, size, set) < 0)
+                        continue;
+                for (int cpu = 0; cpu < CPUSET_MAX_CPUS; cpu++)
+                        if (CPU_ISSET_S(cpu, size, set))
+                                cpuset_set(&g->cpus, cpu);
+        }
+        CPU_FREE(set);
+}
+
+static int pipeline_model(Pipeline *p, Manager *m, uint64_t now_ns, Group **ret, unsigned *ret_n) {
+        Group *groups = NULL;
+        unsigned n = 0;
+        int r = wake_graph_update(p->graph, now_ns, &groups, &n);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < n; i++)
+                pipeline_fill_group_cpus(m, &groups[i]);
+        *ret = groups;
+        *ret_n = n;
+        return 0;
+}
+
+static int pipeline_decide(Pipeline *p, Manager *m, const Group *groups, unsigned n,
+                           uint64_t now_ns, Plan **ret) {
+        /* A new profile decides everything afresh: no dwell carried over. */
+        const Plan *prev = strcmp(p->plan_profile, m->profile->name) == 0 ? p->plan : NULL;
+        PolicyInput in = {
+                .topo = m->topo,
+                .groups = groups,
+                .n_groups = n,
+                .loads = p->loads,
+                .n_loads = m->topo->n_cpus,
+                .profile = m->profile,
+                .prev = prev,
+                .now_ns = now_ns,
+        };
+        return policy_decide(&in, ret);
+}
+
+static bool pipeline_excluded(Pipeline *p, Manager *m, pid_t tid) {
+        WakeGraphTask t;
+        char cgroup[1024];
+
+        if (m->config.n_exclude_comm + m->config.n_exclude_cgroup == 0)
+                return false;
+        if (wake_graph_get_task(p->graph, tid, 0, &t) <= 0)
+                return true; /* unknown now: leave it alone */
+        bool have_cgroup =
+                exclude_read_cgroup(m->opts.procfs_root, tid, cgroup, sizeof(cgroup)) >= 0;
+        return exclude_match(&m->config, t.comm, have_cgroup ? cgroup : NULL);
+}
+
+static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
+        for (unsigned i = 0; i < n; i++)
+                if (ids[i].tid == id->tid && ids[i].start_time == id->start_time)
+                        return true;
+        return false;
+}
+
+/* Applies one managed group's mask to its tasks; appends the ones placed manages. */
+static void pipeline_apply_group(Pipeline *p, Manager *m, const Group *g, const PlanGroup *pg,
+                                 TaskId *managed, unsigned *n_managed) {
+        for (unsigned i = 0; i < g->n_tasks; i++) {
+                const TaskId *id = &g->tasks[i];
+                AffinityResult res;
+                CpuSet applied;
+
+                if (pipeline_excluded(p, m, id->tid))
+                        continue;
+                int r = act_affinity_apply(p->affinity, id, &pg->cpus, &res, &applied);
+                if (r < 0) {
+                        if (!act_affinity_error_is_transient(r))
+                                log_warning_errno(r, "Cannot set the affinity of task %d: %m",
+                                                  (int)id->tid);
+                        continue;
+                }
+                if (res == AFFINITY_SET || res == AFFINITY_WOULD_SET || res == AFFINITY_UNCHANGED)
+                        managed[(*n_managed)++] = *id;
+                else
+                        log_debug("Task %d left alone: %s.", (int)id->tid,
+                                  affinity_result_to_string(res));
+        }
+}
+
+static void pipeline_apply_slices(Pipeline *p, Manager *m, const Plan *plan) {
+        for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
+                const char *name = plan_slice_to_string(s);
+                const CpuSet *cpus = &plan->slice_cpus[s];
+                int r = 0;
+
+                if (p->systemd && !cpuset_is_empty(cpus))
+                        r = act_slice_apply(p->systemd, m->journal, name, cpus,
+                                            m->mode == MANAGER_ADVISE);
+                else if (p->systemd)
+                        r = act_slice_release(p->systemd, m->journal, name);
+                else if (p->cpuset && !cpuset_is_empty(cpus))
+                        r = act_cpuset_apply(p->cpuset, name, cpus, NULL, NULL);
+                else if (p->cpuset)
+                        r = act_cpuset_release(p->cpuset, name);
+                if (r < 0 && r != -ENOENT)
+                        log_debug("Cpuset of %s: %s", name, strerror(-r));
+        }
+}
+
+static void pipeline_apply_idle(Pipeline *p, Manager *m, const Plan *plan) {
+        if (!p->act_idle || !plan->idle_max_exit_latency_us)
+                return;
+        int64_t *caps = calloc(plan->n_cpus, sizeof(*caps));
+        if (!caps)
+                return;
+        for (unsigned cpu = 0; cpu < plan->n_cpus; cpu++)
+                caps[cpu] = plan->idle_max_exit_latency_us[cpu] == PLAN_NO_IDLE_CAP
+                                    ? ACT_IDLE_NO_CAP
+                                    : plan->idle_max_exit_latency_us[cpu];
+        int r = act_idle_apply(p->act_idle, caps, plan->n_cpus);
+        if (r < 0 && !act_idle_error_is_transient(r))
+                log_warning_errno(r, "Cannot set idle-state constraints: %m");
+        free(caps);
+}
+
+static void pipeline_apply(Pipeline *p, Manager *m, const Group *groups, unsigned n,
+                           const Plan *plan) {
+        unsigned total = 0, n_managed = 0;
+        for (unsigned i = 0; i < n; i++)
+                total += groups[i].n_tasks;
+        TaskId *managed = calloc(total + 1, sizeof(*managed));
+        if (!managed)
+                return;
+
+        for (unsigned i = 0; i < n; i++) {
+                const PlanGroup *pg = plan_find_group(plan, groups[i].id);
+                if (pg && pg->managed)
+                        pipeline_apply_group(p, m, &groups[i], pg, managed, &n_managed);
+        }
+        /* Tasks placed managed last tick but not now go back to the kernel. */
+        for (unsigned i = 0; i < p->n_managed; i++)
+                if (!taskid_in(managed, n_managed, &p->managed[i]))
+                        (void)act_affinity_release(p->affinity, &p->managed[i]);
+        free(p->managed);
+        p->managed = managed;
+        p->n_managed = n_managed;
+
+        pipeline_apply_slices(p, m, plan);
+        pipeline_apply_idle(p, m, plan);
+}
+
+/* Logs each group whose placement changed since the last plan. Return: how many. */
+static unsigned pipeline_log_changes(Pipeline *p, Manager *m, const Group *groups, unsigned n,
+                                     const Plan *plan) {
+        bool advise = m->mode == MANAGER_ADVISE;
+        unsigned changes = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                const Group *g = &groups[i];
+                const PlanGroup *pg = plan_find_group(plan, g->id);
+                const PlanGroup *old = p->plan ? plan_find_group(p->plan, g->id) : NULL;
+                bool was = old && old->managed, is = pg && pg->managed;
+
+                if (!was && !is)
+                        continue;
+                if (was && is && cpuset_equal(&old->cpus, &pg->cpus))
+                        continue;
+                changes++;
+
+                WakeGraphTask t = { 0 };
+                (void)wake_graph_get_task(p->graph, g->tasks[0].tid, 0, &t);
+                char cpus[128] = "";
+                if (is)
+                        (void)cpuset_format(&pg->cpus, cpus, sizeof(cpus));
+                if (is)
+                        log_info("%s %s group %" PRIu64 " (%u tasks, first %s/%d) on CPUs %s: %s",
+                                 advise ? "Would place" : "Placing",
+                                 group_class_to_string(g->class), g->id, g->n_tasks, t.comm,
+                                 (int)g->tasks[0].tid, cpus, pg->reason);
+                else
+                        log_info("%s %s group %" PRIu64 " (first %s/%d) to the kernel: %s",
+                                 advise ? "Would hand" : "Handing", group_class_to_string(g->class),
+                                 g->id, t.comm, (int)g->tasks[0].tid, pg ? pg->reason : "gone");
+        }
+        return changes;
+}
+
+static void pipeline_publish(Pipeline *p, Manager *m, Group *groups, unsigned n, Plan *plan,
+                             unsigned changes) {
+        unsigned old_n = m->n_groups;
+
+        for (unsigned i = 0; i < n; i++) {
+                const PlanGroup *pg = plan_find_group(plan, groups[i].id);
+                if (pg && pg->managed)
+                        groups[i].cpus = pg->cpus;
+        }
+        group_array_free(m->groups, m->n_groups);
+        m->groups = groups;
+        m->n_groups = n;
+
+        plan_free(p->plan);
+        p->plan = plan;
+        snprintf(p->plan_profile, sizeof(p->plan_profile), "%s", m->profile->name);
+
+        if (changes > 0) {
+                m->n_placement_changes += changes;
+                bus_emit_placement_changed(m);
+        } else if (n != old_n)
+                bus_emit_properties_changed(m, "Groups", NULL);
+}
+
+void pipeline_tick(Pipeline *p, Manager *m, uint64_t now_ns) {
+        Group *groups = NULL;
+        unsigned n = 0;
+        Plan *plan = NULL;
+        int r;
+
+        if (p->mode != m->mode) { /* Restore() switched to advise: actuators only report now */
+                pipeline_close_actuators(p);
+                pipeline_forget_applied(p);
+                if (pipeline_open_actuators(p, m) < 0)
+                        return;
+        }
+
+        pipeline_sample(p, m, now_ns);
+        r = pipeline_model(p, m, now_ns, &groups, &n);
+        if (r < 0) {
+                log_warning_errno(r, "Updating the wake graph failed: %m");
+                return;
+        }
+        r = pipeline_decide(p, m, groups, n, now_ns, &plan);
+        if (r < 0) {
+                log_warning_errno(r, "Placement decision failed: %m");
+                group_array_free(groups, n);
+                return;
+        }
+        unsigned changes = pipeline_log_changes(p, m, groups, n, plan);
+        pipeline_apply(p, m, groups, n, plan);
+        pipeline_publish(p, m, groups, n, plan, changes);
+}
+
+void pipeline_forget_applied(Pipeline *p) {
+        p->managed = mfree(p->managed);
+        p->n_managed = 0;
+        p->plan = plan_free(p->plan);
+}
+
+const Plan *pipeline_plan(const Pipeline *p) {
+        return p ? p->plan : NULL;
+}
+
+double pipeline_sampler_ns_per_wakeup(const Pipeline *p) {
+        return p ? p->sampler_ns_per_wakeup : 0;
+}
