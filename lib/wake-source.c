@@ -1,0 +1,779 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wake sources (see wake-source.h): the BPF sampler's loader and reader, the
+ * perf tracepoint fallback, the replay source, and the userspace aggregation
+ * perf and replay share.
+ *
+ * Why a fallback at all: BPF needs BTF, CAP_BPF/CAP_PERFMON and a kernel
+ * whose verifier takes the program; perf tracepoints need only tracefs and
+ * CAP_PERFMON. The perf source sees a sample of the wakeups (period N) and
+ * scales the counts by N; its flips are computed from the samples, so they
+ * are exact only at period 1.
+ *
+ * libbpf may print to stderr while loading; the daemon routes that with
+ * libbpf_set_print() if it wants it in its log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "macro.h"
+#include "wake-graph.h"
+#include "wake-source.h"
+#include "wake.skel.h"
+
+void wake_batch_reset(WakeBatch *b) {
+        b->n_tasks = b->n_edges = 0;
+        b->n_events = b->n_skipped = b->n_lost = 0;
+        b->now_ns = 0;
+}
+
+void wake_batch_done(WakeBatch *b) {
+        free(b->tasks);
+        free(b->edges);
+        *b = (WakeBatch){};
+}
+
+static int batch_grow(void **array, size_t *alloc, size_t need, size_t size) {
+        if (need <= *alloc)
+                return 0;
+        size_t n = MAX(MAX(need, *alloc * 2), (size_t)64);
+        void *p = realloc(*array, n * size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *alloc = n;
+        return 0;
+}
+
+int wake_batch_add_task(WakeBatch *b, const WakeTaskRecord *t) {
+        int r = batch_grow((void **)&b->tasks, &b->n_tasks_alloc, b->n_tasks + 1, sizeof(*t));
+        if (r < 0)
+                return r;
+        b->tasks[b->n_tasks++] = *t;
+        return 0;
+}
+
+int wake_batch_add_edge(WakeBatch *b, pid_t waker, pid_t wakee, uint64_t count) {
+        int r = batch_grow((void **)&b->edges, &b->n_edges_alloc, b->n_edges + 1,
+                           sizeof(WakeEdgeRecord));
+        if (r < 0)
+                return r;
+        b->edges[b->n_edges++] = (WakeEdgeRecord){ .waker = waker, .wakee = wakee, .count = count };
+        return 0;
+}
+
+/* ---- userspace aggregation, shared by perf and replay ------------------ */
+
+#define AGG_IDLE_NS (30 * NSEC_PER_SEC) /* forget a waker's flips after this long */
+
+typedef struct AggTask {
+        pid_t tid, tgid;
+        char comm[WAKE_COMM_LEN];
+        struct wake_flips flips;
+        uint64_t last_ns;
+        uint64_t wakeups; /* in the current batch */
+        bool in_batch;
+        bool waker; /* woke someone in the current batch */
+} AggTask;
+
+typedef struct WakeAgg {
+        AggTask *tasks; /* owned; persistent: the flips outlive a batch */
+        size_t n_tasks, n_tasks_alloc;
+        U64Map *by_tid;    /* tid -> tasks index */
+        U64Map *edge_slot; /* waker << 32 | wakee -> batch edge index, per batch */
+} WakeAgg;
+
+static void agg_done(WakeAgg *a) {
+        free(a->tasks);
+        u64map_free(a->by_tid);
+        u64map_free(a->edge_slot);
+        *a = (WakeAgg){};
+}
+
+static int agg_init(WakeAgg *a) {
+        *a = (WakeAgg){};
+        if (u64map_new(&a->by_tid) < 0 || u64map_new(&a->edge_slot) < 0) {
+                agg_done(a);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static AggTask *agg_task(WakeAgg *a, pid_t tid, pid_t tgid, const char *comm) {
+        uint32_t i;
+        if (!u64map_get(a->by_tid, (uint64_t)tid, &i)) {
+                if (batch_grow((void **)&a->tasks, &a->n_tasks_alloc, a->n_tasks + 1,
+                               sizeof(AggTask)) < 0 ||
+                    u64map_put(a->by_tid, (uint64_t)tid, (uint32_t)a->n_tasks) < 0)
+                        return NULL;
+                i = (uint32_t)a->n_tasks++;
+                a->tasks[i] = (AggTask){ .tid = tid };
+        }
+        AggTask *t = &a->tasks[i];
+        if (tgid > 0)
+                t->tgid = tgid;
+        if (comm && comm[0])
+                snprintf(t->comm, sizeof(t->comm), "%s", comm);
+        t->in_batch = true;
+        return t;
+}
+
+/* One wakeup (or one sample standing for weight wakeups). */
+static int agg_event(WakeAgg *a, WakeBatch *b, uint64_t ts_ns, pid_t waker, pid_t waker_tgid,
+                     const char *waker_comm, pid_t wakee, pid_t wakee_tgid, const char *wakee_comm,
+                     uint64_t weight) {
+        AggTask *t = agg_task(a, wakee, wakee_tgid, wakee_comm);
+        if (!t)
+                return -ENOMEM;
+        t = agg_task(a, waker, waker_tgid, waker_comm);
+        if (!t)
+                return -ENOMEM;
+        wake_flips_record(&t->flips, (uint32_t)wakee, ts_ns);
+        t->last_ns = ts_ns;
+        t->wakeups += weight;
+        t->waker = true;
+        b->n_events += weight;
+
+        uint64_t key = (uint64_t)waker << 32 | (uint32_t)wakee;
+        uint32_t i;
+        if (u64map_get(a->edge_slot, key, &i)) {
+                b->edges[i].count += weight;
+                return 0;
+        }
+        int r = u64map_put(a->edge_slot, key, (uint32_t)b->n_edges);
+        if (r < 0)
+                return r;
+        return wake_batch_add_edge(b, waker, wakee, weight);
+}
+
+/* Adds the batch's task records and forgets wakers idle for long. */
+static int agg_finish(WakeAgg *a, WakeBatch *b, uint64_t now_ns) {
+        int r = 0;
+        for (size_t i = 0; i < a->n_tasks; i++) {
+                AggTask *t = &a->tasks[i];
+                if (!t->in_batch)
+                        continue;
+                WakeTaskRecord rec = {
+                        .id = { .tid = t->tid },
+                        .tgid = t->tgid,
+                        .wakeups = t->wakeups,
+                        .flips = t->flips,
+                        .has_flips = t->waker,
+                };
+                memcpy(rec.comm, t->comm, sizeof(rec.comm));
+                if (r >= 0)
+                        r = wake_batch_add_task(b, &rec);
+                t->in_batch = t->waker = false;
+                t->wakeups = 0;
+        }
+        for (size_t i = a->n_tasks; i-- > 0;) {
+                if (a->tasks[i].last_ns + AGG_IDLE_NS >= now_ns)
+                        continue;
+                u64map_remove(a->by_tid, (uint64_t)a->tasks[i].tid);
+                if (i != --a->n_tasks) {
+                        a->tasks[i] = a->tasks[a->n_tasks];
+                        (void)u64map_put(a->by_tid, (uint64_t)a->tasks[i].tid, (uint32_t)i);
+                }
+        }
+        u64map_clear(a->edge_slot);
+        return r;
+}
+
+/* ---- the source object -------------------------------------------------- */
+
+/* What the previous read saw of one kernel edge. */
+typedef struct EdgeSeen {
+        struct wake_edge_key key;
+        uint64_t count;
+        uint64_t waker_start_ns, wakee_start_ns;
+        uint64_t read_no; /* last read it grew in */
+} EdgeSeen;
+
+typedef struct PerfRing {
+        int fd;
+        void *base; /* mmap: one metadata page + data pages */
+        size_t data_size;
+} PerfRing;
+
+struct WakeSource {
+        WakeSourceKind kind;
+        WakeSourceOptions opts;
+        WakeAgg agg;
+
+        /* bpf */
+        struct wake_bpf *skel;
+        struct wake_counters seen; /* counter sums at the previous read */
+        EdgeSeen *edge_seen;       /* owned: kernel edges and their counts at the last read */
+        size_t n_edge_seen, n_edge_seen_alloc;
+        U64Map *edge_seen_map; /* waker << 32 | wakee -> edge_seen index */
+        uint64_t n_reads;
+        unsigned n_cpus;
+        uint64_t ns_per_tick; /* start_boottime ns -> clock ticks (TaskId.start_time) */
+
+        /* perf */
+        PerfRing *rings;
+        unsigned n_rings;
+        unsigned pid_offset, comm_offset, flags_offset;
+        uint64_t period;
+
+        /* replay */
+        FILE *replay;
+        char *line;
+        size_t line_size;
+        bool have_line; /* line holds the next, not yet consumed event */
+        uint64_t line_ts_ns;
+        unsigned line_no;
+};
+
+static uint64_t clock_tick_ns(void) {
+        long hz = sysconf(_SC_CLK_TCK);
+        return NSEC_PER_SEC / (uint64_t)(hz > 0 ? hz : 100);
+}
+
+/* ---- bpf ---------------------------------------------------------------- */
+
+static int bpf_source_open(WakeSource *s) {
+        struct wake_bpf *skel = wake_bpf__open();
+        int r;
+        if (!skel)
+                return negative_errno();
+        skel->rodata->ignore_tgid = (uint32_t)MAX(s->opts.ignore_tgid, 0);
+        skel->rodata->sample_shift = MIN(s->opts.sample_shift, 16u);
+        skel->rodata->skip_kthreads = !s->opts.keep_kthreads;
+        r = wake_bpf__load(skel);
+        if (r == 0)
+                r = wake_bpf__attach(skel);
+        if (r < 0) {
+                wake_bpf__destroy(skel);
+                return r < 0 ? r : -EIO;
+        }
+        s->skel = skel;
+        if (u64map_new(&s->edge_seen_map) < 0)
+                return -ENOMEM;
+        r = libbpf_num_possible_cpus();
+        s->n_cpus = r > 0 ? (unsigned)r : 1;
+        s->ns_per_tick = clock_tick_ns();
+        return 0;
+}
+
+static int bpf_read_counters(WakeSource *s, WakeBatch *b) {
+        struct wake_counters per_cpu[s->n_cpus], sum = {};
+        uint32_t zero = 0;
+        if (bpf_map__lookup_elem(s->skel->maps.counters, &zero, sizeof(zero), per_cpu,
+                                 sizeof(per_cpu), 0) < 0)
+                return negative_errno();
+        for (unsigned i = 0; i < s->n_cpus; i++) {
+                sum.events += per_cpu[i].events;
+                sum.skipped += per_cpu[i].skipped;
+                sum.lost += per_cpu[i].lost;
+        }
+        b->n_skipped = sum.skipped - s->seen.skipped;
+        b->n_lost = sum.lost - s->seen.lost;
+        s->seen = sum;
+        return 0;
+}
+
+/* Turns one drained edge into an edge record and the two task records. */
+static int bpf_take_edge(WakeSource *s, U64Map *task_slot, uint64_t *task_last_ns, WakeBatch *b,
+                         const struct wake_edge_key *k, const struct wake_edge_val *v) {
+        uint64_t count = v->count << s->skel->rodata->sample_shift;
+        const struct {
+                pid_t tid, tgid;
+                uint64_t start_ns;
+                const char *comm;
+        } ends[2] = {
+                { (pid_t)k->waker_tid, (pid_t)v->waker_tgid, v->waker_start_ns, v->waker_comm },
+                { (pid_t)k->wakee_tid, (pid_t)v->wakee_tgid, v->wakee_start_ns, v->wakee_comm },
+        };
+        int r;
+
+        for (int e = 0; e < 2; e++) {
+                uint32_t i;
+                if (!u64map_get(task_slot, (uint64_t)ends[e].tid, &i)) {
+                        WakeTaskRecord rec = {
+                                .id = { .tid = ends[e].tid,
+                                        .start_time = ends[e].start_ns / s->ns_per_tick },
+                                .tgid = ends[e].tgid,
+                        };
+                        memcpy(rec.comm, ends[e].comm, WAKE_COMM_LEN);
+                        rec.comm[WAKE_COMM_LEN - 1] = 0;
+                        i = (uint32_t)b->n_tasks;
+                        r = wake_batch_add_task(b, &rec);
+                        if (r < 0)
+                                return r;
+                        r = u64map_put(task_slot, (uint64_t)ends[e].tid, i);
+                        if (r < 0)
+                                return r;
+                        task_last_ns[i] = 0;
+                }
+                if (e == 0) {
+                        WakeTaskRecord *t = &b->tasks[i];
+                        t->wakeups += count;
+                        if (v->last_ns >= task_last_ns[i]) {
+                                t->flips = v->flips;
+                                t->has_flips = true;
+                                task_last_ns[i] = v->last_ns;
+                        }
+                }
+        }
+        b->n_events += count;
+        return wake_batch_add_edge(b, ends[0].tid, ends[1].tid, count);
+}
+
+#define BPF_READ_CHUNK 1024
+#define BPF_IDLE_READS 5 /* delete an edge from the kernel map after this many idle reads */
+
+/* The growth of one edge since the previous read; 0 when idle. */
+static int bpf_edge_delta(WakeSource *s, const struct wake_edge_key *k,
+                          const struct wake_edge_val *v, uint64_t *ret) {
+        uint64_t key = (uint64_t)k->waker_tid << 32 | k->wakee_tid;
+        uint32_t i;
+        int r;
+
+        if (!u64map_get(s->edge_seen_map, key, &i)) {
+                r = batch_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc, s->n_edge_seen + 1,
+                               sizeof(EdgeSeen));
+                if (r < 0)
+                        return r;
+                r = u64map_put(s->edge_seen_map, key, (uint32_t)s->n_edge_seen);
+                if (r < 0)
+                        return r;
+                i = (uint32_t)s->n_edge_seen++;
+                s->edge_seen[i] = (EdgeSeen){ .key = *k };
+        }
+        EdgeSeen *e = &s->edge_seen[i];
+        bool restarted = e->waker_start_ns != v->waker_start_ns ||
+                         e->wakee_start_ns != v->wakee_start_ns || v->count < e->count;
+        *ret = restarted ? v->count : v->count - e->count;
+        e->count = v->count;
+        e->waker_start_ns = v->waker_start_ns;
+        e->wakee_start_ns = v->wakee_start_ns;
+        if (*ret > 0)
+                e->read_no = s->n_reads;
+        return 0;
+}
+
+/* Deletes edges that did not grow for BPF_IDLE_READS reads, here and in the kernel. */
+static void bpf_prune_edges(WakeSource *s) {
+        int fd = bpf_map__fd(s->skel->maps.edges);
+        for (size_t i = s->n_edge_seen; i-- > 0;) {
+                EdgeSeen *e = &s->edge_seen[i];
+                if (e->read_no + BPF_IDLE_READS > s->n_reads)
+                        continue;
+                (void)bpf_map_delete_elem(fd, &e->key);
+                u64map_remove(s->edge_seen_map,
+                              (uint64_t)e->key.waker_tid << 32 | e->key.wakee_tid);
+                if (i != --s->n_edge_seen) {
+                        *e = s->edge_seen[s->n_edge_seen];
+                        (void)u64map_put(s->edge_seen_map,
+                                         (uint64_t)e->key.waker_tid << 32 | e->key.wakee_tid,
+                                         (uint32_t)i);
+                }
+        }
+}
+
+static int bpf_source_read(WakeSource *s, WakeBatch *b) {
+        _cleanup_(u64map_freep) U64Map *task_slot = NULL;
+        _cleanup_free_ struct wake_edge_key *keys = malloc(BPF_READ_CHUNK * sizeof(*keys));
+        _cleanup_free_ struct wake_edge_val *vals = malloc(BPF_READ_CHUNK * sizeof(*vals));
+        _cleanup_free_ uint64_t *task_last_ns = NULL; /* per batch task: last_ns of its flips */
+        size_t last_alloc = 0;
+        int fd = bpf_map__fd(s->skel->maps.edges), r;
+
+        if (!keys || !vals || u64map_new(&task_slot) < 0)
+                return -ENOMEM;
+        s->n_reads++;
+
+        uint32_t token = 0;
+        bool first = true, done = false;
+        while (!done) {
+                uint32_t count = BPF_READ_CHUNK;
+                r = bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys, vals, &count,
+                                         NULL);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                done = r == -ENOENT;
+                first = false;
+                if (batch_grow((void **)&task_last_ns, &last_alloc, b->n_tasks + 2 * count,
+                               sizeof(uint64_t)) < 0)
+                        return -ENOMEM;
+                for (uint32_t i = 0; i < count; i++) {
+                        uint64_t delta;
+                        r = bpf_edge_delta(s, &keys[i], &vals[i], &delta);
+                        if (r < 0)
+                                return r;
+                        if (delta == 0)
+                                continue;
+                        struct wake_edge_val v = vals[i];
+                        v.count = delta;
+                        r = bpf_take_edge(s, task_slot, task_last_ns, b, &keys[i], &v);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        bpf_prune_edges(s);
+        return bpf_read_counters(s, b);
+}
+
+/* ---- perf ----------------------------------------------------------------- */
+
+#define PERF_RING_PAGES    128 /* data pages per CPU: 512 KiB, ~9000 samples */
+#define TRACE_FLAG_HARDIRQ 0x08
+#define TRACE_FLAG_SOFTIRQ 0x10
+#define TRACE_FLAG_NMI     0x40
+
+/* Reads the tracepoint id and the offsets of pid, comm and common_flags. */
+static int perf_read_format(WakeSource *s, const char *tracefs, uint64_t *ret_id) {
+        _cleanup_free_ char *path = NULL;
+        char line[512];
+        unsigned found = 0;
+
+        if (asprintf(&path, "%s/events/sched/sched_waking/id", tracefs) < 0)
+                return -ENOMEM;
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        int ok = fscanf(f, "%" SCNu64, ret_id) == 1;
+        fclose(f);
+        if (!ok)
+                return -EINVAL;
+
+        free(path);
+        if (asprintf(&path, "%s/events/sched/sched_waking/format", tracefs) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        while (fgets(line, sizeof(line), f)) {
+                char *field = strstr(line, "field:"), *semi, *name, *off = strstr(line, "offset:");
+                if (!field || !off || !(semi = strchr(field, ';')))
+                        continue;
+                *semi = 0;
+                name = strrchr(field, ' ');
+                name = name ? name + 1 : field + 6;
+                char *bracket = strchr(name, '[');
+                if (bracket)
+                        *bracket = 0;
+                unsigned offset = (unsigned)strtoul(off + 7, NULL, 10);
+                if (strcmp(name, "pid") == 0)
+                        s->pid_offset = offset, found |= 1;
+                else if (strcmp(name, "comm") == 0)
+                        s->comm_offset = offset, found |= 2;
+                else if (strcmp(name, "common_flags") == 0)
+                        s->flags_offset = offset, found |= 4;
+        }
+        fclose(f);
+        return found == 7 ? 0 : -EPROTO;
+}
+
+static int perf_source_open(WakeSource *s) {
+        const char *candidates[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+        uint64_t id = 0;
+        int r = -ENOENT;
+
+        if (s->opts.tracefs)
+                r = perf_read_format(s, s->opts.tracefs, &id);
+        else
+                for (size_t i = 0; i < ELEMENTSOF(candidates) && r < 0; i++)
+                        r = perf_read_format(s, candidates[i], &id);
+        if (r < 0)
+                return r;
+
+        s->period = MAX(s->opts.sample_period, 1u);
+        long n = sysconf(_SC_NPROCESSORS_CONF);
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        s->rings = calloc((size_t)MAX(n, 1L), sizeof(PerfRing));
+        if (!s->rings)
+                return -ENOMEM;
+        for (long cpu = 0; cpu < n; cpu++) {
+                struct perf_event_attr attr = {
+                        .type = PERF_TYPE_TRACEPOINT,
+                        .size = sizeof(attr),
+                        .config = id,
+                        .sample_period = s->period,
+                        .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW,
+                        .use_clockid = 1,
+                        .clockid = CLOCK_MONOTONIC,
+                        .wakeup_events = 1u << 30, /* read on the tick; no wakeups */
+                };
+                int fd = (int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
+                                      PERF_FLAG_FD_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == ENODEV)
+                                continue; /* offline CPU */
+                        return negative_errno();
+                }
+                size_t size = page * (PERF_RING_PAGES + 1);
+                void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (base == MAP_FAILED) {
+                        r = negative_errno();
+                        close(fd);
+                        return r;
+                }
+                s->rings[s->n_rings++] =
+                        (PerfRing){ .fd = fd, .base = base, .data_size = page * PERF_RING_PAGES };
+        }
+        return s->n_rings > 0 ? 0 : -ENODEV;
+}
+
+static void ring_copy(const PerfRing *ring, uint64_t pos, void *dst, size_t n) {
+        const char *data = (const char *)ring->base + (size_t)sysconf(_SC_PAGESIZE);
+        size_t off = pos % ring->data_size, first = MIN(n, ring->data_size - off);
+        memcpy(dst, data + off, first);
+        memcpy((char *)dst + first, data, n - first);
+}
+
+static int perf_take_sample(WakeSource *s, WakeBatch *b, const char *rec, size_t size) {
+        struct {
+                uint32_t pid, tid;
+                uint64_t time;
+                uint32_t raw_size;
+        } __attribute__((packed)) h;
+        if (size < sizeof(struct perf_event_header) + sizeof(h))
+                return 0;
+        memcpy(&h, rec + sizeof(struct perf_event_header), sizeof(h));
+        const char *raw = rec + sizeof(struct perf_event_header) + sizeof(h);
+        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
+            h.raw_size < s->pid_offset + 4 || h.raw_size < s->comm_offset + WAKE_COMM_LEN)
+                return 0;
+
+        int32_t wakee;
+        char comm[WAKE_COMM_LEN];
+        memcpy(&wakee, raw + s->pid_offset, sizeof(wakee));
+        memcpy(comm, raw + s->comm_offset, sizeof(comm));
+        comm[WAKE_COMM_LEN - 1] = 0;
+        uint8_t flags = (uint8_t)raw[s->flags_offset];
+        if ((flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ | TRACE_FLAG_NMI)) || h.tid == 0 ||
+            (pid_t)h.tid == wakee || (s->opts.ignore_tgid && (pid_t)h.pid == s->opts.ignore_tgid)) {
+                b->n_skipped += s->period;
+                return 0;
+        }
+        return agg_event(&s->agg, b, h.time, (pid_t)h.tid, (pid_t)h.pid, NULL, wakee, 0, comm,
+                         s->period);
+}
+
+static int perf_drain_ring(WakeSource *s, PerfRing *ring, WakeBatch *b) {
+        struct perf_event_mmap_page *meta = ring->base;
+        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        uint64_t tail = meta->data_tail;
+        char rec[1024];
+        int r = 0;
+
+        while (tail < head && r >= 0) {
+                struct perf_event_header hdr;
+                ring_copy(ring, tail, &hdr, sizeof(hdr));
+                if (hdr.size < sizeof(hdr))
+                        break;
+                if (hdr.size <= sizeof(rec)) {
+                        ring_copy(ring, tail, rec, hdr.size);
+                        if (hdr.type == PERF_RECORD_SAMPLE)
+                                r = perf_take_sample(s, b, rec, hdr.size);
+                        else if (hdr.type == PERF_RECORD_LOST && hdr.size >= sizeof(hdr) + 16) {
+                                uint64_t lost;
+                                memcpy(&lost, rec + sizeof(hdr) + 8, sizeof(lost));
+                                b->n_lost += lost * s->period;
+                        }
+                }
+                tail += hdr.size;
+        }
+        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+        return r;
+}
+
+/* ---- replay --------------------------------------------------------------- */
+
+/* Parses s->line; Return: 1 an event, 0 a blank or comment line, -EINVAL. */
+static int replay_parse(WakeSource *s, uint64_t *ts, pid_t *waker, pid_t *waker_tgid,
+                        char *waker_comm, pid_t *wakee, pid_t *wakee_tgid, char *wakee_comm) {
+        char *p = s->line + strspn(s->line, " \t");
+        if (*p == '#' || *p == '\n' || *p == 0)
+                return 0;
+        wakee_comm[0] = 0;
+        int n = sscanf(p, "%" SCNu64 " %d %d %15s %d %d %15s", ts, waker, waker_tgid, waker_comm,
+                       wakee, wakee_tgid, wakee_comm);
+        if (n < 6 || *waker <= 0 || *wakee <= 0)
+                return -EINVAL;
+        return 1;
+}
+
+static int replay_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *b) {
+        for (;;) {
+                char waker_comm[WAKE_COMM_LEN], wakee_comm[WAKE_COMM_LEN];
+                pid_t waker, waker_tgid, wakee, wakee_tgid;
+                uint64_t ts;
+                if (!s->have_line) {
+                        if (getline(&s->line, &s->line_size, s->replay) < 0)
+                                return feof(s->replay) ? 0 : -EIO;
+                        s->line_no++;
+                        s->have_line = true;
+                }
+                int r = replay_parse(s, &ts, &waker, &waker_tgid, waker_comm, &wakee, &wakee_tgid,
+                                     wakee_comm);
+                if (r < 0)
+                        return r;
+                if (r > 0 && ts > now_ns)
+                        return 0; /* a later tick's */
+                s->have_line = false;
+                if (r == 0)
+                        continue;
+                r = agg_event(&s->agg, b, ts, waker, waker_tgid, waker_comm, wakee, wakee_tgid,
+                              wakee_comm, 1);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* ---- the interface ------------------------------------------------------ */
+
+static int source_open_kind(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSource **ret) {
+        WakeSource *s = calloc(1, sizeof(*s));
+        int r;
+        if (!s)
+                return -ENOMEM;
+        s->kind = kind;
+        s->opts = *opts;
+        r = agg_init(&s->agg);
+        if (r >= 0) {
+                switch (kind) {
+                case WAKE_SOURCE_BPF:
+                        r = bpf_source_open(s);
+                        break;
+                case WAKE_SOURCE_PERF:
+                        r = perf_source_open(s);
+                        break;
+                case WAKE_SOURCE_REPLAY:
+                        s->replay = opts->replay_path ? fopen(opts->replay_path, "re") : NULL;
+                        r = s->replay ? 0 : opts->replay_path ? negative_errno() : -EINVAL;
+                        break;
+                default:
+                        r = -EOPNOTSUPP;
+                }
+        }
+        if (r < 0) {
+                wake_source_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSource **ret,
+                     char **ret_reason) {
+        WakeSourceOptions none = {};
+        WakeSource *s = NULL;
+        char *reason = NULL;
+        int r;
+
+        if (!opts)
+                opts = &none;
+        if (kind != WAKE_SOURCE_AUTO) {
+                r = source_open_kind(kind, opts, &s);
+                if (r < 0)
+                        return r;
+                if (ret_reason &&
+                    asprintf(&reason, "%s sampler requested", wake_source_name(s)) < 0)
+                        reason = NULL;
+        } else {
+                int rb = source_open_kind(WAKE_SOURCE_BPF, opts, &s);
+                if (rb >= 0) {
+                        if (ret_reason && asprintf(&reason, "BPF sampler loaded") < 0)
+                                reason = NULL;
+                } else {
+                        r = source_open_kind(WAKE_SOURCE_PERF, opts, &s);
+                        if (r < 0)
+                                return r;
+                        if (ret_reason &&
+                            asprintf(&reason, "BPF sampler failed to load (%s), using perf",
+                                     strerror(-rb)) < 0)
+                                reason = NULL;
+                }
+        }
+        *ret = s;
+        if (ret_reason)
+                *ret_reason = reason;
+        return 0;
+}
+
+WakeSource *wake_source_free(WakeSource *s) {
+        if (!s)
+                return NULL;
+        wake_bpf__destroy(s->skel);
+        size_t size = (size_t)sysconf(_SC_PAGESIZE) * (PERF_RING_PAGES + 1);
+        for (unsigned i = 0; i < s->n_rings; i++) {
+                munmap(s->rings[i].base, size);
+                close(s->rings[i].fd);
+        }
+        free(s->rings);
+        if (s->replay)
+                fclose(s->replay);
+        free(s->line);
+        agg_done(&s->agg);
+        free(s->edge_seen);
+        u64map_free(s->edge_seen_map);
+        free(s);
+        return NULL;
+}
+
+const char *wake_source_name(const WakeSource *s) {
+        switch (s->kind) {
+        case WAKE_SOURCE_BPF:
+                return "bpf";
+        case WAKE_SOURCE_PERF:
+                return "perf";
+        case WAKE_SOURCE_REPLAY:
+                return "replay";
+        default:
+                return "none";
+        }
+}
+
+int wake_source_fd(const WakeSource *s) {
+        return -1;
+}
+
+int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret) {
+        int r = 0;
+        wake_batch_reset(ret);
+        ret->now_ns = now_ns;
+        switch (s->kind) {
+        case WAKE_SOURCE_BPF:
+                return bpf_source_read(s, ret);
+        case WAKE_SOURCE_PERF:
+                for (unsigned i = 0; i < s->n_rings && r >= 0; i++)
+                        r = perf_drain_ring(s, &s->rings[i], ret);
+                break;
+        case WAKE_SOURCE_REPLAY:
+                r = replay_source_read(s, now_ns, ret);
+                break;
+        default:
+                return -EOPNOTSUPP;
+        }
+        int k = agg_finish(&s->agg, ret, now_ns);
+        return r < 0 ? r : k;
+}
+
+int wake_source_get_cost(const WakeSource *s, WakeSourceCost *ret) {
+        struct bpf_prog_info info = {};
+        uint32_t len = sizeof(info);
+        if (!s->skel)
+                return 0;
+        int r = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.wake_sched_waking), &info,
+                                       &len);
+        if (r < 0)
+                return r;
+        *ret = (WakeSourceCost){ .run_time_ns = info.run_time_ns, .run_cnt = info.run_cnt };
+        return 1;
+}

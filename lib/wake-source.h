@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wake sources: where the wake graph's input comes from. Three kinds, one
+ * interface:
+ *
+ *  - "bpf": wake.bpf.c on tp_btf/sched_waking; flips and edges aggregated in
+ *    the kernel, drained once per read;
+ *  - "perf": perf_event_open() on the sched:sched_waking tracepoint, one ring
+ *    buffer per CPU, one sample per sample_period wakeups (counts scaled);
+ *  - "replay": a recorded event file, for tests without root.
+ *
+ * perf and replay events go through the same userspace aggregation (flips per
+ * waker with wake_flips_record(), edge counts summed).
+ *
+ * Replay file format: one wakeup per line, '#' starts a comment:
+ *
+ *     TS_NS WAKER_TID WAKER_TGID WAKER_COMM WAKEE_TID WAKEE_TGID [WAKEE_COMM]
+ *
+ * TS_NS is on the caller's clock (now_ns of wake_source_read()); comms
+ * contain no white space. Lines must be in time order.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "wake.h"
+
+typedef struct WakeSource WakeSource;
+
+typedef struct WakeSourceOptions {
+        pid_t ignore_tgid;       /* wakeups by this process are not attributed (placed); 0 = none */
+        unsigned sample_period;  /* perf: one sample per N wakeups (0 = 1) */
+        unsigned sample_shift;   /* bpf: count 1 in 2^N edges, scaled back (0 = all) */
+        bool keep_kthreads;      /* attribute wakeups to and from kernel threads too */
+        const char *replay_path; /* replay: the event file */
+        const char *tracefs;     /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
+                                    /sys/kernel/debug/tracing */
+} WakeSourceOptions;
+
+/*
+ * wake_source_open() - open a source of kind (WAKE_SOURCE_AUTO: bpf, else
+ * perf). ret_reason (may be NULL) receives a malloc'd sentence saying which
+ * source was chosen and why another failed, for the daemon to log.
+ *
+ * Return: 0 and *ret; -EOPNOTSUPP for WAKE_SOURCE_NONE; the open error of the
+ * (last) source tried otherwise (-EPERM without privileges, -ENOENT without
+ * tracefs or replay file). *ret untouched on failure.
+ */
+int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSource **ret,
+                     char **ret_reason);
+WakeSource *wake_source_free(WakeSource *s);
+
+/* "bpf", "perf" or "replay". */
+const char *wake_source_name(const WakeSource *s);
+
+/* An fd that becomes readable when samples wait (perf), or -1: read on the tick. */
+int wake_source_fd(const WakeSource *s);
+
+/*
+ * wake_source_read() - everything seen since the previous read (replay: up to
+ * now_ns). *ret is reset first and reused.
+ *
+ * Return: 0, or negative errno (ret holds what was read before the error).
+ */
+int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret);
+
+/* Kernel run time of the BPF program (bpf_stats), for the sampler's cost. */
+typedef struct WakeSourceCost {
+        uint64_t run_time_ns; /* 0 unless kernel.bpf_stats_enabled */
+        uint64_t run_cnt;
+} WakeSourceCost;
+
+/* Return: 1 and *ret for the bpf source, 0 for the others, negative errno. */
+int wake_source_get_cost(const WakeSource *s, WakeSourceCost *ret);

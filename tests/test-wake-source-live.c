@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live tests of the wake sources with the real kernel (root): the BPF sampler
+ * loaded on tp_btf/sched_waking and the perf tracepoint fallback, feeding the
+ * real model while real workloads run: perf bench sched pipe (a pair),
+ * perf bench sched messaging (meshes) and a master thread handing work to 8
+ * worker threads over condition variables (a fanout).
+ *
+ * Exits 77 when not root or when the kernel refuses the BPF program. If
+ * tracefs is not mounted the perf test mounts it and unmounts it after.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "macro.h"
+#include "wake-graph.h"
+#include "wake-source.h"
+
+#define READ_INTERVAL_MS 700
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(unsigned ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+        nanosleep(&ts, NULL);
+}
+
+static pid_t spawn(char *const argv[]) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                setpgid(0, 0); /* so reap() ends the benchmark's children too */
+                int null = open("/dev/null", O_WRONLY);
+                if (null >= 0)
+                        dup2(null, STDOUT_FILENO);
+                execvp(argv[0], argv);
+                _exit(127);
+        }
+        return pid;
+}
+
+static void reap(pid_t pid) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+}
+
+static pid_t parent_of(pid_t tid) {
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -1;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *p = strrchr(buf, ')');
+        int ppid = -1;
+        if (p)
+                sscanf(p + 2, "%*c %d", &ppid);
+        return ppid;
+}
+
+typedef struct Observer {
+        WakeSource *source;
+        WakeGraph *graph;
+        WakeBatch batch;
+        Group *groups;
+        unsigned n_groups;
+} Observer;
+
+static void observer_open(Observer *o, WakeSourceKind kind, unsigned llc_size) {
+        WakeSourceOptions opts = { .sample_period = 1 };
+        WakeGraphParams p;
+        char *reason = NULL;
+        *o = (Observer){};
+        int r = wake_source_open(kind, &opts, &o->source, &reason);
+        print_message("open %s: %d %s\n", kind == WAKE_SOURCE_PERF ? "perf" : "bpf", r,
+                      reason ? reason : "");
+        free(reason);
+        assert_int_equal(r, 0);
+        wake_graph_params_default(&p);
+        p.llc_size = llc_size;
+        assert_int_equal(wake_graph_new(&p, &o->graph), 0);
+}
+
+static void observer_close(Observer *o) {
+        group_array_free(o->groups, o->n_groups);
+        wake_batch_done(&o->batch);
+        wake_graph_free(o->graph);
+        wake_source_free(o->source);
+}
+
+static void observer_tick(Observer *o) {
+        sleep_ms(READ_INTERVAL_MS);
+        uint64_t now = now_ns();
+        assert_int_equal(wake_source_read(o->source, now, &o->batch), 0);
+        assert_int_equal(wake_graph_ingest(o->graph, &o->batch, now), 0);
+        o->groups = group_array_free(o->groups, o->n_groups);
+        o->n_groups = 0;
+        assert_int_equal(wake_graph_update(o->graph, now, &o->groups, &o->n_groups), 0);
+        print_message("read: %" PRIu64 " wakeups, %" PRIu64 " skipped, %" PRIu64
+                      " lost, %zu edges -> %u groups\n",
+                      o->batch.n_events, o->batch.n_skipped, o->batch.n_lost, o->batch.n_edges,
+                      o->n_groups);
+        for (unsigned i = 0; i < o->n_groups; i++) {
+                const Group *g = &o->groups[i];
+                if (g->wake_rate < 100)
+                        continue;
+                print_message("  group %" PRIu64 " %s n=%u rate=%.0f/s first=%d\n", g->id,
+                              group_class_to_string(g->class), g->n_tasks, g->wake_rate,
+                              (int)g->tasks[0].tid);
+        }
+}
+
+static const Group *group_with(const Observer *o, pid_t tid) {
+        for (unsigned i = 0; i < o->n_groups; i++)
+                for (unsigned j = 0; j < o->groups[i].n_tasks; j++)
+                        if (o->groups[i].tasks[j].tid == tid)
+                                return &o->groups[i];
+        return NULL;
+}
+
+/* perf bench sched pipe: the benchmark process and its child form one pair within two reads. */
+static void check_pipe_pair(WakeSourceKind kind) {
+        Observer o;
+        observer_open(&o, kind, 2);
+        char *argv[] = { "perf", "bench", "sched", "pipe", "-l", "20000", NULL };
+        pid_t pid = spawn(argv);
+        bool found = false;
+        for (int i = 0; i < 2 && !found; i++) {
+                observer_tick(&o);
+                const Group *g = group_with(&o, pid);
+                found = g && g->class == GROUP_PAIR && g->n_tasks == 2;
+        }
+        reap(pid);
+        observer_close(&o);
+        assert_true(found);
+}
+
+static void test_bpf_pipe_pair(void **state) {
+        check_pipe_pair(WAKE_SOURCE_BPF);
+}
+
+/* perf bench sched messaging -g 2: each of the two groups of 20 senders and
+ * 20 receivers shows up as a mesh of the benchmark's children. */
+static void test_bpf_messaging_mesh(void **state) {
+        Observer o;
+        observer_open(&o, WAKE_SOURCE_BPF, 2);
+        char *argv[] = { "perf", "bench", "sched", "messaging", "-g", "2", "-l", "4000", NULL };
+        pid_t pid = spawn(argv);
+        unsigned meshes = 0;
+        for (int i = 0; i < 4 && meshes < 2; i++) {
+                observer_tick(&o);
+                meshes = 0;
+                for (unsigned k = 0; k < o.n_groups; k++) {
+                        const Group *g = &o.groups[k];
+                        if (g->class == GROUP_MESH && g->n_tasks >= 20 &&
+                            parent_of(g->tasks[0].tid) == pid)
+                                meshes++;
+                }
+        }
+        reap(pid);
+        observer_close(&o);
+        assert_int_equal(meshes, 2);
+}
+
+/* A master thread handing work to 8 workers, each with its own condition variable. */
+#define N_WORKERS 8
+
+typedef struct Work {
+        pthread_mutex_t lock;
+        pthread_cond_t go[N_WORKERS];
+        pthread_cond_t done;
+        unsigned round[N_WORKERS];
+        unsigned finished;
+        bool stop;
+        pid_t master_tid;
+        pid_t worker_tid[N_WORKERS];
+        unsigned index_next;
+} Work;
+
+static void *worker_main(void *arg) {
+        Work *w = arg;
+        pthread_mutex_lock(&w->lock);
+        unsigned me = w->index_next++, seen = 0;
+        w->worker_tid[me] = (pid_t)syscall(SYS_gettid);
+        for (;;) {
+                while (w->round[me] == seen && !w->stop)
+                        pthread_cond_wait(&w->go[me], &w->lock);
+                if (w->stop)
+                        break;
+                seen = w->round[me];
+                pthread_mutex_unlock(&w->lock);
+                volatile unsigned x = 0;
+                for (unsigned i = 0; i < 20000; i++) /* a little work */
+                        x += i;
+                pthread_mutex_lock(&w->lock);
+                if (++w->finished == N_WORKERS)
+                        pthread_cond_signal(&w->done);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+static void *master_main(void *arg) {
+        Work *w = arg;
+        pthread_mutex_lock(&w->lock);
+        w->master_tid = (pid_t)syscall(SYS_gettid);
+        while (!w->stop) {
+                w->finished = 0;
+                for (unsigned i = 0; i < N_WORKERS; i++) {
+                        w->round[i]++;
+                        pthread_cond_signal(&w->go[i]);
+                }
+                while (w->finished < N_WORKERS && !w->stop)
+                        pthread_cond_wait(&w->done, &w->lock);
+        }
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                pthread_cond_broadcast(&w->go[i]);
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+static void test_bpf_fanout(void **state) {
+        Work w = { .lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+        pthread_t workers[N_WORKERS], master;
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                pthread_cond_init(&w.go[i], NULL);
+
+        Observer o;
+        observer_open(&o, WAKE_SOURCE_BPF, 2);
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                assert_int_equal(pthread_create(&workers[i], NULL, worker_main, &w), 0);
+        while (__atomic_load_n(&w.index_next, __ATOMIC_SEQ_CST) < N_WORKERS)
+                sleep_ms(1);
+        assert_int_equal(pthread_create(&master, NULL, master_main, &w), 0);
+
+        bool found = false;
+        for (int i = 0; i < 3 && !found; i++) {
+                observer_tick(&o);
+                const Group *g = group_with(&o, w.master_tid);
+                found = g && g->class == GROUP_FANOUT && g->n_tasks == N_WORKERS + 1 &&
+                        g->tasks[0].tid == w.master_tid;
+        }
+
+        pthread_mutex_lock(&w.lock);
+        w.stop = true;
+        pthread_cond_broadcast(&w.done);
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                pthread_cond_broadcast(&w.go[i]);
+        pthread_mutex_unlock(&w.lock);
+        pthread_join(master, NULL);
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                pthread_join(workers[i], NULL);
+        observer_close(&o);
+        assert_true(found);
+}
+
+static bool tracefs_present(void) {
+        return access("/sys/kernel/tracing/events/sched/sched_waking/id", R_OK) == 0 ||
+               access("/sys/kernel/debug/tracing/events/sched/sched_waking/id", R_OK) == 0;
+}
+
+static bool tracefs_mounted; /* by us: unmounted in teardown, also after a failure */
+
+static int teardown_tracefs(void **state) {
+        if (tracefs_mounted && umount("/sys/kernel/tracing") == 0)
+                tracefs_mounted = false;
+        return tracefs_mounted ? -1 : 0;
+}
+
+static void test_perf_pipe_pair(void **state) {
+        if (!tracefs_present()) {
+                assert_int_equal(mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL), 0);
+                tracefs_mounted = true;
+        }
+        check_pipe_pair(WAKE_SOURCE_PERF);
+}
+
+int main(void) {
+        if (geteuid() != 0) {
+                printf("skipped: needs root (BPF, perf tracepoints)\n");
+                return 77;
+        }
+        if (system("perf --version >/dev/null 2>&1") != 0) {
+                printf("skipped: perf (linux-perf) is not installed\n");
+                return 77;
+        }
+        WakeSource *s;
+        int r = wake_source_open(WAKE_SOURCE_BPF, NULL, &s, NULL);
+        if (r < 0) {
+                printf("skipped: the BPF wake sampler does not load here: %s\n", strerror(-r));
+                return 77;
+        }
+        wake_source_free(s);
+
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_bpf_pipe_pair),
+                cmocka_unit_test(test_bpf_messaging_mesh),
+                cmocka_unit_test(test_bpf_fanout),
+                cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
