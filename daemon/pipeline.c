@@ -197,7 +197,7 @@ static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
                         continue;
                 }
                 (void)wake_graph_task_stats(p->graph, ids[i].tid, ts.id.start_time, ts.run_ns,
-                                            ts.run_delay_ns);
+                                            ts.run_delay_ns, ts.timeslices);
         }
 }
 

@@ -31,7 +31,7 @@ typedef struct Group {
         TaskId *tasks; /* owned; tasks[0] is the master of a fanout */
         unsigned n_tasks;
         double util;            /* CPUs' worth of run time over the last tick */
-        uint64_t runq_delay_us; /* mean run-queue delay per task over the last tick */
+        uint64_t runq_delay_us; /* mean run-queue wait per scheduling of its tasks, last tick */
         double wake_rate;       /* wakeups per second inside the group */
         CpuSet cpus;            /* CPUs its tasks are allowed on now */
         CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */

@@ -106,7 +106,7 @@ int wake_graph_ingest(WakeGraph *g, const WakeBatch *b, uint64_t now_ns);
  * task is dropped), -ENOMEM.
  */
 int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, uint64_t run_ns,
-                          uint64_t run_delay_ns);
+                          uint64_t run_delay_ns, uint64_t timeslices);
 
 /* wake_graph_task_exit() - forget tid now. Return: 1 removed, 0 unknown. */
 int wake_graph_task_exit(WakeGraph *g, pid_t tid);

@@ -386,8 +386,8 @@ static void test_tid_reuse(void **state) {
         assert_null(find_group_with(s, 102));
 
         /* a stats reading with another start time also replaces the task */
-        assert_int_equal(wake_graph_task_stats(s->graph, 101, 5000, 10, 10), 1);
-        assert_int_equal(wake_graph_task_stats(s->graph, 101, 6000, 10, 10), 0);
+        assert_int_equal(wake_graph_task_stats(s->graph, 101, 5000, 10, 10, 1), 1);
+        assert_int_equal(wake_graph_task_stats(s->graph, 101, 6000, 10, 10, 1), 0);
         assert_int_equal(wake_graph_get_task(s->graph, 101, s->now_ns, &t), 0);
         sim_free(s);
 }
@@ -436,21 +436,26 @@ static void test_util_and_delay(void **state) {
         Sim *s = sim_new(NULL);
         tick_pair(s, 101, 102, 1000);
         sim_tick(s);
-        uint64_t run = 0, delay = 0;
+        uint64_t run = 0, delay = 0, slices = 0, delay2 = 0;
         for (int tick = 0; tick < 3; tick++) {
-                /* each task: 0.6 s of CPU and 2 ms of run-queue delay per 1 s tick */
+                /* each task: 0.6 s of CPU per 1 s tick; 101 waits 2 ms over
+                 * 1000 schedulings (2 us each), 102 waits 8 ms over 250 (32 us) */
                 run += 600 * 1000000ULL;
                 delay += 2 * 1000000ULL;
+                delay2 += 8 * 1000000ULL;
+                slices += 1000;
                 tick_pair(s, 101, 102, 1000);
-                assert_int_equal(wake_graph_task_stats(s->graph, 101, 0, run, delay), 1);
-                assert_int_equal(wake_graph_task_stats(s->graph, 102, 0, run, delay), 1);
-                assert_int_equal(wake_graph_task_stats(s->graph, 999, 0, run, delay), 0);
+                assert_int_equal(wake_graph_task_stats(s->graph, 101, 0, run, delay, slices), 1);
+                assert_int_equal(wake_graph_task_stats(s->graph, 102, 0, run, delay2, slices / 4),
+                                 1);
+                assert_int_equal(wake_graph_task_stats(s->graph, 999, 0, run, delay, slices), 0);
                 sim_tick(s);
                 const Group *g = assert_group(s, 101, 102, GROUP_PAIR);
                 if (tick == 0) /* the first reading is only a baseline */
                         continue;
                 assert_true(g->util > 1.19 && g->util < 1.21);
-                assert_int_equal(g->runq_delay_us, 2000);
+                /* (2 ms + 8 ms) / 1250 waits = 8 us a wait, not 5 ms a tick */
+                assert_int_equal(g->runq_delay_us, 8);
         }
         sim_free(s);
 }
