@@ -55,7 +55,13 @@ struct Pipeline {
 
         CpuStat *cpustat;
         IdleSampler *idle;
-        CpuLoad *loads; /* indexed by CPU, topo->n_cpus entries */
+        CpuLoad *loads;           /* indexed by CPU, topo->n_cpus entries */
+        IdleCpuStats *idle_stats; /* indexed by CPU, idle_sampler_n_cpus() entries */
+        unsigned n_idle_stats;
+        EnergyModel energy_model;
+        EnergyEstimate energy;
+        EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
+        double rapl_watts;
 
         ActAffinity *affinity;
         ActIdle *act_idle;
@@ -155,6 +161,12 @@ int pipeline_new(Manager *m, Pipeline **ret) {
         if (idle_sampler_new(m->opts.sysfs_root, NULL, &p->idle) < 0)
                 log_info("No cpuidle states under \"%s\": idle residency is not sampled.",
                          m->opts.sysfs_root);
+        else {
+                p->n_idle_stats = idle_sampler_n_cpus(p->idle);
+                p->idle_stats = calloc(p->n_idle_stats, sizeof(*p->idle_stats));
+        }
+        energy_model_init(&p->energy_model);
+        (void)energy_rapl_open(m->opts.sysfs_root, &p->rapl);
 
         r = pipeline_open_actuators(p, m);
         if (r < 0) {
@@ -175,6 +187,8 @@ Pipeline *pipeline_free(Pipeline *p) {
         wake_graph_free(p->graph);
         cpustat_free(p->cpustat);
         idle_sampler_free(p->idle);
+        free(p->idle_stats);
+        energy_rapl_free(p->rapl);
         plan_free(p->plan);
         free(p->loads);
         free(p->managed);
@@ -207,8 +221,15 @@ static void pipeline_sample_cpus(Pipeline *p, Manager *m, uint64_t now_ns) {
                         const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
                         p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
                 }
-        if (p->idle)
-                (void)idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC);
+        if (p->idle && p->idle_stats && idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC) > 0) {
+                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++)
+                        (void)idle_cpu_derive(idle_sampler_cpu(p->idle, cpu),
+                                              cpustat_cpu(p->cpustat, cpu), &p->idle_stats[cpu]);
+                (void)energy_estimate(&p->energy_model, p->idle, p->idle_stats, p->n_idle_stats,
+                                      &p->energy);
+        }
+        if (p->rapl)
+                (void)energy_rapl_refresh(p->rapl, now_ns / NSEC_PER_USEC, &p->rapl_watts);
 }
 
 static void pipeline_sample(Pipeline *p, Manager *m, uint64_t now_ns) {
@@ -489,4 +510,36 @@ const Plan *pipeline_plan(const Pipeline *p) {
 
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p) {
         return p ? p->sampler_ns_per_wakeup : 0;
+}
+
+const IdleCpuStats *pipeline_idle_stats(const Pipeline *p, unsigned *ret_n) {
+        *ret_n = p && p->idle_stats ? p->n_idle_stats : 0;
+        return *ret_n ? p->idle_stats : NULL;
+}
+
+const IdleSampler *pipeline_idle_sampler(const Pipeline *p) {
+        return p ? p->idle : NULL;
+}
+
+void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *ret_rapl_watts) {
+        *ret_estimate = p ? p->energy : (EnergyEstimate){ 0 };
+        *ret_rapl_watts = p && p->rapl ? p->rapl_watts : -1;
+}
+
+const WakeGraph *pipeline_graph(const Pipeline *p) {
+        return p ? p->graph : NULL;
+}
+
+int pipeline_snapshot(const Pipeline *p, const Manager *m, char **ret) {
+        PolicySnapshot s = {
+                .topology = (char *)m->opts.sysfs_root,
+                .now_ns = p->plan ? p->plan->now_ns : 0,
+                .groups = m->groups,
+                .n_groups = m->n_groups,
+                .loads = p->loads,
+                .n_loads = m->topo->n_cpus,
+                .prev = p->plan,
+        };
+        snprintf(s.profile, sizeof(s.profile), "%s", m->profile->name);
+        return policy_snapshot_to_json(&s, ret);
 }
