@@ -13,6 +13,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "policy.h"
 #include "restore.h"
 #include "topology.h"
 
@@ -21,18 +22,21 @@ typedef enum Action {
         ACTION_RUN,
         ACTION_RESTORE,
         ACTION_DUMP_TOPOLOGY,
+        ACTION_PLAN,
 } Action;
 
 typedef struct Args {
         Action action;
         ManagerOptions opts;
-        char *dropin_dir; /* owned: derived from --config */
+        char *dropin_dir;     /* owned: derived from --config */
+        const char *snapshot; /* --plan: the model snapshot to plan for */
 } Args;
 
 static void help(void) {
         printf("Usage: placed --foreground [OPTIONS]\n"
                "       placed --restore [--journal-dir DIR]\n"
                "       placed --dump-topology [--sysfs-root DIR]\n"
+               "       placed --plan --snapshot FILE [--sysfs-root DIR] [--profile NAME]\n"
                "\n"
                "Power-aware task placement: watches who wakes whom and how deeply CPUs sleep,\n"
                "and packs or spreads groups of tasks according to a profile.\n"
@@ -40,6 +44,9 @@ static void help(void) {
                "  -f --foreground        Run the daemon (it never forks; systemd runs it so)\n"
                "     --restore           Undo every change recorded in the journal, then exit\n"
                "     --dump-topology     Print the CPU topology as JSON, then exit\n"
+               "     --plan              Print as JSON the plan for a model snapshot, then exit\n"
+               "     --snapshot FILE     The snapshot for --plan (\"placectl snapshot\" writes "
+               "one)\n"
                "  -c --config FILE       Main configuration file (drop-ins from FILE.d/)\n"
                "                         [" PLACED_SYSCONFDIR "/placed/placed.conf]\n"
                "  -p --profile NAME      Profile to start with [from the configuration: balanced]\n"
@@ -83,6 +90,8 @@ static int parse_interval(const char *s, unsigned *ret) {
 enum {
         ARG_RESTORE = 0x100,
         ARG_DUMP_TOPOLOGY,
+        ARG_PLAN,
+        ARG_SNAPSHOT,
         ARG_PROFILES_DIR,
         ARG_BUS,
         ARG_SYSFS_ROOT,
@@ -97,6 +106,8 @@ static const struct option options[] = {
         { "foreground", no_argument, NULL, 'f' },
         { "restore", no_argument, NULL, ARG_RESTORE },
         { "dump-topology", no_argument, NULL, ARG_DUMP_TOPOLOGY },
+        { "plan", no_argument, NULL, ARG_PLAN },
+        { "snapshot", required_argument, NULL, ARG_SNAPSHOT },
         { "config", required_argument, NULL, 'c' },
         { "profile", required_argument, NULL, 'p' },
         { "profiles-dir", required_argument, NULL, ARG_PROFILES_DIR },
@@ -137,6 +148,13 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         break;
                 case ARG_DUMP_TOPOLOGY:
                         r = set_action(a, ACTION_DUMP_TOPOLOGY);
+                        break;
+                case ARG_PLAN:
+                        r = set_action(a, ACTION_PLAN);
+                        break;
+                case ARG_SNAPSHOT:
+                        a->snapshot = optarg;
+                        r = 0;
                         break;
                 case 'c':
                         a->opts.paths.main_file = optarg;
@@ -210,6 +228,10 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 fprintf(stderr, "placed: unexpected argument \"%s\".\n", argv[optind]);
                 return -EINVAL;
         }
+        if (a->action == ACTION_PLAN && !a->snapshot) {
+                fprintf(stderr, "placed: --plan needs --snapshot FILE.\n");
+                return -EINVAL;
+        }
         if (a->action == ACTION_NONE) {
                 fprintf(stderr,
                         "placed: nothing to do; run the daemon with --foreground (see --help).\n");
@@ -230,6 +252,95 @@ static int dump_topology(const char *sysfs_root) {
                 return log_error_errno(r, "Failed to format the topology: %m");
         printf("%s\n", json);
         return 0;
+}
+
+static int read_file(const char *path, char **ret) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&buf, &size);
+        int c, r = 0;
+        if (!out)
+                r = -ENOMEM;
+        while (out && (c = fgetc(f)) != EOF)
+                fputc(c, out);
+        if (ferror(f))
+                r = -EIO;
+        fclose(f);
+        if (out)
+                fclose(out);
+        if (r < 0) {
+                free(buf);
+                return r;
+        }
+        *ret = buf;
+        return 0;
+}
+
+/* "placed --plan": the policy, offline, on a snapshot of the model. */
+static int plan(const Args *a) {
+        _cleanup_(topo_freep) Topology *t = NULL;
+        _cleanup_free_ char *text = NULL, *json = NULL;
+        PolicySnapshot *s = NULL;
+        Plan *p = NULL;
+        Config c;
+        int r;
+
+        r = read_file(a->snapshot, &text);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the snapshot \"%s\": %m", a->snapshot);
+        r = policy_snapshot_from_json(text, &s);
+        if (r < 0)
+                return log_error_errno(r, "\"%s\" is not a placed snapshot: %m", a->snapshot);
+
+        const char *root = a->opts.sysfs_root ? a->opts.sysfs_root : s->topology;
+        r = topo_load(root ? root : "/", &t);
+        if (r < 0) {
+                policy_snapshot_free(s);
+                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
+                                       root ? root : "/");
+        }
+
+        r = config_load(&a->opts.paths, NULL, NULL, &c);
+        if (r < 0) {
+                policy_snapshot_free(s);
+                return log_error_errno(r, "Failed to load the configuration and profiles: %m");
+        }
+        const char *name = a->opts.profile ? a->opts.profile : s->profile;
+        const Profile *profile = config_find_profile(&c, name);
+        if (!profile) {
+                r = log_error_errno(ENOENT, "Unknown profile \"%s\".", name);
+                goto finish;
+        }
+
+        PolicyInput in = {
+                .topo = t,
+                .groups = s->groups,
+                .n_groups = s->n_groups,
+                .loads = s->loads,
+                .n_loads = s->n_loads,
+                .profile = profile,
+                /* The snapshot's plan carries dwell times: only for its own profile. */
+                .prev = strcmp(profile->name, s->profile) == 0 ? s->prev : NULL,
+                .now_ns = s->now_ns,
+        };
+        r = policy_decide(&in, &p);
+        if (r < 0) {
+                log_error_errno(r, "Planning failed: %m");
+                goto finish;
+        }
+        r = plan_to_json(p, &json);
+        if (r < 0)
+                log_error_errno(r, "Failed to format the plan: %m");
+        else
+                printf("%s\n", json);
+finish:
+        plan_free(p);
+        policy_snapshot_free(s);
+        config_done(&c);
+        return r;
 }
 
 /* The journal directory for --restore: the option, else the configuration's. */
@@ -275,6 +386,9 @@ int main(int argc, char *argv[]) {
                 break;
         case ACTION_DUMP_TOPOLOGY:
                 r = dump_topology(a.opts.sysfs_root);
+                break;
+        case ACTION_PLAN:
+                r = plan(&a);
                 break;
         default:
                 r = run(&a);

@@ -256,18 +256,49 @@ static unsigned rank_units(const Ctx *c, const CpuSet *allowed, const PlanGroup 
         return n;
 }
 
+static double unit_room(const Ctx *c, const UnitRank *u, bool pack) {
+        return pack ? u->cap * headroom(c) - u->load : u->cap - u->load;
+}
+
+static int room_cmp(const void *x, const void *y, void *userdata) {
+        const UnitRank *a = x, *b = y;
+        const Ctx *c = userdata;
+        double ra = unit_room(c, a, true), rb = unit_room(c, b, true);
+        if (fabs(ra - rb) > 1e-9)
+                return ra > rb ? -1 : 1;
+        return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+/*
+ * PACK wants the fewest units: the first unit in rank order (the busiest, so
+ * the rest sleep) that holds the group alone; failing that, the roomiest
+ * units first, so the group spans as few as it can. Reorders r.
+ */
+static void pack_order(const Ctx *c, UnitRank *r, unsigned n, double need) {
+        for (unsigned k = 0; k < n; k++)
+                if (unit_room(c, &r[k], true) + 1e-9 >= need) {
+                        UnitRank fit = r[k];
+                        memmove(&r[1], &r[0], k * sizeof(*r));
+                        r[0] = fit;
+                        return;
+                }
+        qsort_r(r, n, sizeof(*r), room_cmp, (void *)c);
+}
+
 /*
  * Takes ranked units until they hold need CPUs' worth with headroom (PACK)
  * or need idle CPUs (otherwise), plus extra units. Return: units taken, or
  * 0 when even all of them do not hold it.
  */
-static unsigned take_units(const Ctx *c, const UnitRank *r, unsigned n, double need, unsigned extra,
+static unsigned take_units(const Ctx *c, UnitRank *r, unsigned n, double need, unsigned extra,
                            bool pack, CpuSet *ret) {
         double room = 0;
         unsigned k = 0;
         cpuset_zero(ret);
+        if (pack)
+                pack_order(c, r, n, need);
         while (k < n && room + 1e-9 < need) {
-                double free_cpus = pack ? r[k].cap * headroom(c) - r[k].load : r[k].cap - r[k].load;
+                double free_cpus = unit_room(c, &r[k], pack);
                 if (pack && free_cpus <= 1e-9 && k + 1 < n) {
                         k++; /* full: skip, but keep it last in line */
                         continue;
