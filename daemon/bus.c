@@ -18,6 +18,12 @@
  *     Reloads       t     successful reloads                                  emits
  *     Ticks         t     pipeline passes; changes every tick: not emitted, poll it
  *     TickCostUSec  t     how long the last tick took; not emitted, poll it
+ *     EnergyEstimate d    estimated power of the last tick in active-CPU
+ *                         equivalents (1.0 = one CPU flat out; energy.h)  poll it
+ *     EnergyWatts   d     RAPL measured package power (W), -1 without RAPL  poll it
+ *     SamplerNsPerWakeup d  wake sampler's run time per wakeup (ns) over the last
+ *                         tick; 0 when unknown (perf, or bpf_stats off)   poll it
+ *   ("poll it": changes every tick, so no PropertiesChanged; clients poll.)
  *
  *   methods
  *     SetProfile(s name)                        UnknownProfile
@@ -27,6 +33,18 @@
  *                     worth), run-queue delay (us), wake rate (1/s), allowed
  *                     CPUs (cpulist), CPUs run on in the last tick (cpulist)
  *     Explain(u tid) -> s                       UnknownTask
+ *     WakeGraph() -> (a(uussdt) tasks, a(uudb) edges)  the model's wake graph:
+ *                     per task tid, tgid, comm, class of its group ("" for
+ *                     none), wakeups/s it causes, group id (0 = none); per
+ *                     edge waker tid, wakee tid, wakeups/s (decayed), strong
+ *                     (counted in grouping)
+ *     Snapshot() -> s   the policy's input of the last tick as JSON (format in
+ *                     lib/policy.h); "placed --plan --snapshot FILE" replays it
+ *     CpuStats() -> a(udddua(sdt))  per CPU with figures for the last tick
+ *                     (online, cpuidle present, after the second tick): cpu,
+ *                     busy fraction, idle entries/s, deepest state's share
+ *                     of idle time, number of states, and per state name,
+ *                     residency fraction of the tick, exit latency (us)
  *     HoldProfile(s profile, s reason) -> u cookie   UnknownProfile, TooManyHolds
  *     ReleaseProfile(u cookie)                  UnknownHold
  *
@@ -59,8 +77,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "energy.h"
+#include "idle.h"
 #include "log.h"
 #include "loop.h"
+#include "pipeline.h"
+#include "wake-graph.h"
 
 #define BUS_ERROR_UNKNOWN_PROFILE "org.placed1.Error.UnknownProfile"
 #define BUS_ERROR_UNKNOWN_TASK    "org.placed1.Error.UnknownTask"
@@ -278,6 +300,122 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, "s", text);
 }
 
+/* The class of the group with id (from the last tick's groups), "" for none. */
+static const char *bus_group_class(const Manager *m, uint64_t id) {
+        for (unsigned i = 0; id != 0 && i < m->n_groups; i++)
+                if (m->groups[i].id == id)
+                        return group_class_to_string(m->groups[i].class);
+        return "";
+}
+
+/* The a(uussdt) tasks of WakeGraph(); see the top of the file. */
+static int bus_append_graph_tasks(sd_bus_message *reply, const Manager *m, const WakeGraph *g) {
+        _cleanup_free_ TaskId *ids = NULL;
+        size_t n = 0;
+
+        int r = g ? wake_graph_get_tasks(g, &ids, &n) : 0;
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uussdt)");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                WakeGraphTask t;
+                if (wake_graph_get_task(g, ids[i].tid, 0, &t) <= 0)
+                        continue;
+                r = sd_bus_message_append(reply, "(uussdt)", (uint32_t)t.id.tid, (uint32_t)t.tgid,
+                                          t.comm, bus_group_class(m, t.group_id), t.out_rate,
+                                          t.group_id);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+/* The a(uudb) edges of WakeGraph(). */
+static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
+        _cleanup_free_ WakeGraphEdge *edges = NULL;
+        size_t n = 0;
+
+        int r = g ? wake_graph_get_edges(g, &edges, &n) : 0;
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uudb)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(uudb)", (uint32_t)edges[i].waker,
+                                          (uint32_t)edges[i].wakee, edges[i].rate,
+                                          (int)edges[i].strong);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const WakeGraph *g = pipeline_graph(m->pipeline);
+        sd_bus_message *reply = NULL;
+
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = bus_append_graph_tasks(reply, m, g);
+        if (r >= 0)
+                r = bus_append_graph_edges(reply, g);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *json = NULL;
+
+        if (!m->pipeline || !m->profile)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "placed is not running yet.");
+        int r = pipeline_snapshot(m->pipeline, m, &json);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot take a snapshot: %m");
+        return sd_bus_reply_method_return(msg, "s", json);
+}
+
+/* One (udddua(sdt)) element of CpuStats(); see the top of the file. */
+static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const IdleCpu *ic) {
+        int r = sd_bus_message_open_container(reply, 'r', "udddua(sdt)");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "udddu", (uint32_t)st->cpu, st->busy_frac,
+                                          st->wakeups_per_sec, st->deepest_idle_share,
+                                          (uint32_t)st->n_states);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sdt)");
+        for (unsigned s = 0; r >= 0 && s < st->n_states && s < ic->n_states; s++)
+                r = sd_bus_message_append(reply, "(sdt)", ic->states[s].name, st->state_frac[s],
+                                          ic->states[s].exit_latency_us);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const IdleSampler *s = pipeline_idle_sampler(m->pipeline);
+        sd_bus_message *reply = NULL;
+        unsigned n = 0;
+        const IdleCpuStats *stats = pipeline_idle_stats(m->pipeline, &n);
+
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(udddua(sdt))");
+        for (unsigned i = 0; r >= 0 && s && i < n; i++) {
+                const IdleCpu *ic = idle_sampler_cpu(s, i); /* stats are indexed by CPU */
+                if (stats[i].valid && ic)                   /* offline, or before the second tick */
+                        r = bus_append_cpu(reply, &stats[i], ic);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
 static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *profile, *reason;
@@ -388,6 +526,25 @@ static int property_get_groups(sd_bus *bus, const char *path, const char *interf
         return sd_bus_message_append(reply, "u", (uint32_t)m->n_groups);
 }
 
+static int property_get_energy(sd_bus *bus, const char *path, const char *interface,
+                               const char *property, sd_bus_message *reply, void *userdata,
+                               sd_bus_error *error) {
+        Manager *m = userdata;
+        EnergyEstimate estimate;
+        double rapl_watts;
+
+        pipeline_energy(m->pipeline, &estimate, &rapl_watts);
+        return sd_bus_message_append(
+                reply, "d", strcmp(property, "EnergyWatts") == 0 ? rapl_watts : estimate.ace);
+}
+
+static int property_get_sampler_cost(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "d", pipeline_sampler_ns_per_wakeup(m->pipeline));
+}
+
 #define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 
 static const sd_bus_vtable manager_vtable[] = {
@@ -405,6 +562,9 @@ static const sd_bus_vtable manager_vtable[] = {
         /* Change every tick: no signal, clients poll them. */
         SD_BUS_PROPERTY("Ticks", "t", NULL, offsetof(Manager, n_ticks), 0),
         SD_BUS_PROPERTY("TickCostUSec", "t", NULL, offsetof(Manager, last_tick_cost_usec), 0),
+        SD_BUS_PROPERTY("EnergyEstimate", "d", property_get_energy, 0, 0),
+        SD_BUS_PROPERTY("EnergyWatts", "d", property_get_energy, 0, 0),
+        SD_BUS_PROPERTY("SamplerNsPerWakeup", "d", property_get_sampler_cost, 0, 0),
 
         SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
@@ -414,6 +574,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(tid), "s", SD_BUS_PARAM(explanation),
                                  method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("WakeGraph", "", , "a(uussdt)a(uudb)",
+                                 SD_BUS_PARAM(tasks) SD_BUS_PARAM(edges), method_wake_graph,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Snapshot", "", , "s", SD_BUS_PARAM(snapshot), method_snapshot,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("CpuStats", "", , "a(udddua(sdt))", SD_BUS_PARAM(cpus),
+                                 method_cpu_stats, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("HoldProfile", "ss", SD_BUS_PARAM(profile) SD_BUS_PARAM(reason),
                                  "u", SD_BUS_PARAM(cookie), method_hold_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),

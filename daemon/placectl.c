@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <json.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -69,14 +70,17 @@ static void help(void) {
                "Query and steer placed, the power-aware task placement daemon.\n"
                "\n"
                "Commands:\n"
-               "  status                    Profile, mode, holds and counters\n"
+               "  status                    Profile, mode, holds, wake sampler and its cost,\n"
+               "                            groups, energy, and per CPU busy time, wakeups\n"
+               "                            and idle-state residency\n"
                "  profile                   Print the active profile\n"
                "  profile NAME              Select profile NAME (power-first, balanced,\n"
                "                            latency-first, or one of your own)\n"
                "  groups                    The task groups placed manages, and where they run\n"
                "  explain TID               Why task TID runs where it does\n"
-               "  graph --dot               The wake graph in Graphviz format\n"
-               "  snapshot                  Everything placed knows, for a bug report\n"
+               "  graph [--dot|--json]      The wake graph, for Graphviz (dot -Tsvg) or as JSON\n"
+               "  snapshot [FILE]           What the last decision was made from (JSON), for\n"
+               "                            \"placed --plan --snapshot FILE\" or a bug report\n"
                "  reload                    Re-read the configuration and profiles\n"
                "  restore                   Undo every change and switch to advise mode\n"
                "  hold PROFILE -- COMMAND [ARG...]\n"
@@ -85,7 +89,7 @@ static void help(void) {
                "Options:\n"
                "  -a --address ADDRESS      D-Bus address of placed's bus, or \"system\" or\n"
                "                            \"session\" [$PLACED_BUS_ADDRESS, else system]\n"
-               "  -j --json                 Print JSON (status, profile, groups, explain)\n"
+               "  -j --json                 Print JSON (status, profile, groups, explain, graph)\n"
                "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
@@ -226,6 +230,11 @@ static int status_read_value(sd_bus_message *reply, const char *key, json_object
                 r = sd_bus_message_read(reply, "t", &t);
                 if (r >= 0)
                         v = json_object_new_uint64(t);
+        } else if (strcmp(contents, "d") == 0) {
+                double d;
+                r = sd_bus_message_read(reply, "d", &d);
+                if (r >= 0)
+                        v = json_object_new_double(d);
         } else if (strcmp(contents, "u") == 0) {
                 uint32_t u;
                 r = sd_bus_message_read(reply, "u", &u);
@@ -301,73 +310,6 @@ static int fetch_status(sd_bus *bus, json_object **ret) {
 static const char *status_str(json_object *status, const char *key) {
         json_object *v;
         return json_object_object_get_ex(status, key, &v) ? json_object_get_string(v) : "?";
-}
-
-static void print_status_text(json_object *status) {
-        json_object *profiles, *holds;
-
-        printf("      Profile: %s\n", status_str(status, "ActiveProfile"));
-        if (json_object_object_get_ex(status, "Profiles", &profiles)) {
-                printf("     Profiles:");
-                for (size_t i = 0; i < json_object_array_length(profiles); i++)
-                        printf(" %s",
-                               json_object_get_string(json_object_array_get_idx(profiles, i)));
-                printf("\n");
-        }
-        printf("         Mode: %s\n", status_str(status, "Mode"));
-        if (json_object_object_get_ex(status, "Holds", &holds) &&
-            json_object_array_length(holds) > 0)
-                for (size_t i = 0; i < json_object_array_length(holds); i++) {
-                        json_object *h = json_object_array_get_idx(holds, i);
-                        printf("%s %s (cookie %s): %s\n",
-                               i == 0 ? "        Holds:" : "             ",
-                               status_str(h, "profile"), status_str(h, "cookie"),
-                               status_str(h, "reason"));
-                }
-        else
-                printf("        Holds: none\n");
-        printf("  Wake source: %s\n", status_str(status, "WakeSource"));
-        printf("       Groups: %s\n", status_str(status, "Groups"));
-        printf("   Placements: %s changes\n", status_str(status, "PlacementChanges"));
-        printf("      Reloads: %s\n", status_str(status, "Reloads"));
-        printf("        Ticks: %s (last took %s us)\n", status_str(status, "Ticks"),
-               status_str(status, "TickCostUSec"));
-        printf("      Version: %s\n", status_str(status, "Version"));
-}
-
-/* JSON keys in snake_case, as the rest of placed's JSON. */
-static json_object *status_to_json(json_object *status) {
-        static const char *const keys[][2] = {
-                { "Version", "version" },
-                { "ActiveProfile", "active_profile" },
-                { "Profiles", "profiles" },
-                { "Mode", "mode" },
-                { "WakeSource", "wake_source" },
-                { "Holds", "holds" },
-                { "Groups", "groups" },
-                { "PlacementChanges", "placement_changes" },
-                { "Reloads", "reloads" },
-                { "Ticks", "ticks" },
-                { "TickCostUSec", "tick_cost_usec" },
-        };
-        json_object *o = json_object_new_object(), *v;
-        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                if (json_object_object_get_ex(status, keys[i][0], &v))
-                        json_object_object_add(o, keys[i][1], json_object_get(v));
-        return o;
-}
-
-static int verb_status(sd_bus *bus, const Args *a) {
-        json_object *status;
-        int r = fetch_status(bus, &status);
-        if (r != 0)
-                return r;
-        if (a->json)
-                print_json(status_to_json(status));
-        else
-                print_status_text(status);
-        json_object_put(status);
-        return EXIT_OK;
 }
 
 static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
@@ -453,15 +395,92 @@ static void print_group_row(json_object *g) {
                n, util, status_str(g, "runq_delay_us"), status_str(g, "cpus"), list);
 }
 
-static int verb_groups(sd_bus *bus, const Args *a) {
-        sd_bus_message *reply = NULL;
-        json_object *groups = json_object_new_array(), *g;
+static double json_get_double(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
+}
 
-        int r = call(bus, "ListGroups", &reply, NULL);
-        if (r != 0) {
-                json_object_put(groups);
+static int64_t json_get_int(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
+}
+
+/* Status shows every CPU up to this many; above, only the busy ones and a summary. */
+#define STATUS_CPUS_ALL      32
+#define STATUS_BUSY_SHOWN    0.10
+#define STATUS_PCT(fraction) (100.0 * (fraction))
+
+/* Reads one (udddua(sdt)) CPU. Return: >0 read, 0 at the end, <0 error. */
+static int read_cpu(sd_bus_message *reply, json_object **ret) {
+        double busy, wakeups, deepest, residency;
+        uint32_t cpu, n_states;
+        uint64_t exit_latency_us;
+        const char *name;
+
+        int r = sd_bus_message_enter_container(reply, 'r', "udddua(sdt)");
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(reply, "udddu", &cpu, &busy, &wakeups, &deepest, &n_states);
+        if (r < 0)
+                return r;
+        json_object *c = json_object_new_object(), *states = json_object_new_array();
+        json_object_object_add(c, "cpu", json_object_new_int64(cpu));
+        json_object_object_add(c, "busy", json_object_new_double(busy));
+        json_object_object_add(c, "wakeups_per_sec", json_object_new_double(wakeups));
+        json_object_object_add(c, "deepest_idle_share", json_object_new_double(deepest));
+        json_object_object_add(c, "states", states);
+        r = sd_bus_message_enter_container(reply, 'a', "(sdt)");
+        while (r >= 0 &&
+               (r = sd_bus_message_read(reply, "(sdt)", &name, &residency, &exit_latency_us)) > 0) {
+                json_object *s = json_object_new_object();
+                json_object_object_add(s, "name", json_object_new_string(name));
+                json_object_object_add(s, "residency", json_object_new_double(residency));
+                json_object_object_add(s, "exit_latency_us",
+                                       json_object_new_uint64(exit_latency_us));
+                json_object_array_add(states, s);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0) {
+                json_object_put(c);
                 return r;
         }
+        *ret = c;
+        return 1;
+}
+
+/* Fetches CpuStats() as a JSON array. Return: 0 with *ret, or an exit code. */
+static int fetch_cpus(sd_bus *bus, json_object **ret) {
+        sd_bus_message *reply = NULL;
+        json_object *cpus, *c;
+
+        int r = call(bus, "CpuStats", &reply, NULL);
+        if (r != 0)
+                return r;
+        cpus = json_object_new_array();
+        r = sd_bus_message_enter_container(reply, 'a', "(udddua(sdt))");
+        while (r >= 0 && (r = read_cpu(reply, &c)) > 0)
+                json_object_array_add(cpus, c);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                json_object_put(cpus);
+                return parse_error(r);
+        }
+        *ret = cpus;
+        return 0;
+}
+
+/* Fetches ListGroups() as a JSON array. Return: 0 with *ret, or an exit code. */
+static int fetch_groups(sd_bus *bus, json_object **ret) {
+        sd_bus_message *reply = NULL;
+        json_object *groups, *g;
+
+        int r = call(bus, "ListGroups", &reply, NULL);
+        if (r != 0)
+                return r;
+        groups = json_object_new_array();
         r = sd_bus_message_enter_container(reply, 'a', "(tsaudtdss)");
         while (r >= 0 && (r = read_group(reply, &g)) > 0)
                 json_object_array_add(groups, g);
@@ -470,7 +489,172 @@ static int verb_groups(sd_bus *bus, const Args *a) {
                 json_object_put(groups);
                 return parse_error(r);
         }
+        *ret = groups;
+        return 0;
+}
 
+/* { "pair": N, ... } for the classes present, in the order pair, fanout, mesh, solo. */
+static json_object *group_classes(json_object *groups) {
+        static const char *const classes[] = { "pair", "fanout", "mesh", "solo" };
+        json_object *o = json_object_new_object();
+        for (size_t c = 0; c < ELEMENTSOF(classes); c++) {
+                int64_t n = 0;
+                for (size_t i = 0; i < json_object_array_length(groups); i++)
+                        n += strcmp(status_str(json_object_array_get_idx(groups, i), "class"),
+                                    classes[c]) == 0;
+                if (n > 0)
+                        json_object_object_add(o, classes[c], json_object_new_int64(n));
+        }
+        return o;
+}
+
+static void print_cpu_line(json_object *c) {
+        json_object *states = NULL;
+        json_object_object_get_ex(c, "states", &states);
+        printf("cpu%-3" PRId64 " busy %3.0f%%  wakeups %5.0f/s", json_get_int(c, "cpu"),
+               STATUS_PCT(json_get_double(c, "busy")), json_get_double(c, "wakeups_per_sec"));
+        for (size_t s = 0; s < json_object_array_length(states); s++) {
+                json_object *st = json_object_array_get_idx(states, s);
+                printf("  %s %.0f%%", status_str(st, "name"),
+                       STATUS_PCT(json_get_double(st, "residency")));
+        }
+        printf("\n");
+}
+
+/* One line per CPU; above STATUS_CPUS_ALL CPUs only the busy ones, the rest summed up. */
+static void print_cpus(json_object *cpus) {
+        size_t n = json_object_array_length(cpus), n_quiet = 0;
+        double busy = 0, wakeups = 0, deepest = 0;
+
+        if (n == 0) {
+                printf("\nNo per-CPU idle figures (no cpuidle, or fewer than two ticks so far).\n");
+                return;
+        }
+        printf("\n");
+        for (size_t i = 0; i < n; i++) {
+                json_object *c = json_object_array_get_idx(cpus, i);
+                if (n <= STATUS_CPUS_ALL || json_get_double(c, "busy") >= STATUS_BUSY_SHOWN) {
+                        print_cpu_line(c);
+                        continue;
+                }
+                n_quiet++;
+                busy += json_get_double(c, "busy");
+                wakeups += json_get_double(c, "wakeups_per_sec");
+                deepest += json_get_double(c, "deepest_idle_share");
+        }
+        if (n_quiet > 0)
+                printf("%zu more CPUs under %.0f%% busy: mean busy %.0f%%, wakeups %.0f/s, "
+                       "deepest state %.0f%% of idle\n",
+                       n_quiet, STATUS_PCT(STATUS_BUSY_SHOWN), STATUS_PCT(busy / (double)n_quiet),
+                       wakeups / (double)n_quiet, STATUS_PCT(deepest / (double)n_quiet));
+}
+
+static void print_status_text(json_object *status, size_t n_groups, json_object *classes,
+                              json_object *cpus) {
+        json_object *profiles, *holds;
+
+        printf("      Profile: %s", status_str(status, "ActiveProfile"));
+        if (json_object_object_get_ex(status, "Profiles", &profiles)) {
+                printf("  (of");
+                for (size_t i = 0; i < json_object_array_length(profiles); i++)
+                        printf(" %s",
+                               json_object_get_string(json_object_array_get_idx(profiles, i)));
+                printf(")");
+        }
+        printf("\n         Mode: %s\n", status_str(status, "Mode"));
+        if (json_object_object_get_ex(status, "Holds", &holds) &&
+            json_object_array_length(holds) > 0)
+                for (size_t i = 0; i < json_object_array_length(holds); i++) {
+                        json_object *h = json_object_array_get_idx(holds, i);
+                        printf("%s %s (cookie %s): %s\n",
+                               i == 0 ? "        Holds:" : "             ",
+                               status_str(h, "profile"), status_str(h, "cookie"),
+                               status_str(h, "reason"));
+                }
+        else
+                printf("        Holds: none\n");
+
+        printf("  Wake source: %s", status_str(status, "WakeSource"));
+        double ns = json_get_double(status, "SamplerNsPerWakeup");
+        if (ns > 0)
+                printf(", %.0f ns/wakeup", ns);
+        else if (strcmp(status_str(status, "WakeSource"), "bpf") == 0)
+                printf(", cost not measured (needs sysctl kernel.bpf_stats_enabled=1)");
+        printf("\n       Groups: %zu group%s", n_groups, n_groups == 1 ? "" : "s");
+        const char *sep = ": ";
+        json_object_object_foreach(classes, class, count) {
+                printf("%s%s %s", sep, json_object_get_string(count), class);
+                sep = ", ";
+        }
+        printf("\n       Energy: %.2f active CPUs (estimate)",
+               json_get_double(status, "EnergyEstimate"));
+        double watts = json_get_double(status, "EnergyWatts");
+        if (watts >= 0)
+                printf(", RAPL %.1f W", watts);
+        printf("\n     Counters: placement changes %s, reloads %s, ticks %s (last took %s us)\n",
+               status_str(status, "PlacementChanges"), status_str(status, "Reloads"),
+               status_str(status, "Ticks"), status_str(status, "TickCostUSec"));
+        printf("      Version: %s\n", status_str(status, "Version"));
+        print_cpus(cpus);
+}
+
+/* JSON keys in snake_case, as the rest of placed's JSON. */
+static json_object *status_to_json(json_object *status, json_object *classes, json_object *cpus) {
+        static const char *const keys[][2] = {
+                { "Version", "version" },
+                { "ActiveProfile", "active_profile" },
+                { "Profiles", "profiles" },
+                { "Mode", "mode" },
+                { "WakeSource", "wake_source" },
+                { "SamplerNsPerWakeup", "sampler_ns_per_wakeup" },
+                { "Holds", "holds" },
+                { "Groups", "groups" },
+                { "PlacementChanges", "placement_changes" },
+                { "Reloads", "reloads" },
+                { "Ticks", "ticks" },
+                { "TickCostUSec", "tick_cost_usec" },
+                { "EnergyEstimate", "energy_estimate" },
+        };
+        json_object *o = json_object_new_object(), *v;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (json_object_object_get_ex(status, keys[i][0], &v))
+                        json_object_object_add(o, keys[i][1], json_object_get(v));
+        double watts = json_get_double(status, "EnergyWatts");
+        json_object_object_add(o, "energy_watts",
+                               watts >= 0 ? json_object_new_double(watts) : NULL);
+        json_object_object_add(o, "group_classes", json_object_get(classes));
+        json_object_object_add(o, "cpus", json_object_get(cpus));
+        return o;
+}
+
+static int verb_status(sd_bus *bus, const Args *a) {
+        json_object *status = NULL, *groups = NULL, *cpus = NULL;
+
+        int r = fetch_status(bus, &status);
+        if (r == 0)
+                r = fetch_groups(bus, &groups);
+        if (r == 0)
+                r = fetch_cpus(bus, &cpus);
+        if (r == 0) {
+                json_object *classes = group_classes(groups);
+                if (a->json)
+                        print_json(status_to_json(status, classes, cpus));
+                else
+                        print_status_text(status, json_object_array_length(groups), classes, cpus);
+                json_object_put(classes);
+        }
+        json_object_put(status);
+        json_object_put(groups);
+        json_object_put(cpus);
+        return r;
+}
+
+static int verb_groups(sd_bus *bus, const Args *a) {
+        json_object *groups;
+
+        int r = fetch_groups(bus, &groups);
+        if (r != 0)
+                return r;
         if (a->json) {
                 print_json(groups);
                 return EXIT_OK;
@@ -481,6 +665,186 @@ static int verb_groups(sd_bus *bus, const Args *a) {
                 print_group_row(json_object_array_get_idx(groups, i));
         printf("\n%zu groups.\n", json_object_array_length(groups));
         json_object_put(groups);
+        return EXIT_OK;
+}
+
+/* Reads WakeGraph()'s reply into { "tasks": [...], "edges": [...] }. Return: 0 or negative errno.
+ */
+static int read_graph(sd_bus_message *reply, json_object *graph) {
+        const char *comm, *class;
+        uint32_t tid, tgid, waker, wakee;
+        double rate;
+        uint64_t group;
+        int strong;
+        json_object *tasks = json_object_new_array(), *edges = json_object_new_array();
+
+        json_object_object_add(graph, "tasks", tasks);
+        json_object_object_add(graph, "edges", edges);
+        int r = sd_bus_message_enter_container(reply, 'a', "(uussdt)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(uussdt)", &tid, &tgid, &comm, &class,
+                                                  &rate, &group)) > 0) {
+                json_object *t = json_object_new_object();
+                json_object_object_add(t, "tid", json_object_new_int64(tid));
+                json_object_object_add(t, "tgid", json_object_new_int64(tgid));
+                json_object_object_add(t, "comm", json_object_new_string(comm));
+                json_object_object_add(t, "class", json_object_new_string(class));
+                json_object_object_add(t, "out_rate", json_object_new_double(rate));
+                json_object_object_add(t, "group", json_object_new_uint64(group));
+                json_object_array_add(tasks, t);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(uudb)");
+        while (r >= 0 &&
+               (r = sd_bus_message_read(reply, "(uudb)", &waker, &wakee, &rate, &strong)) > 0) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "waker", json_object_new_int64(waker));
+                json_object_object_add(e, "wakee", json_object_new_int64(wakee));
+                json_object_object_add(e, "rate", json_object_new_double(rate));
+                json_object_object_add(e, "strong", json_object_new_boolean(strong));
+                json_object_array_add(edges, e);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        return r;
+}
+
+/* Prints s as the inside of a DOT string: quotes and backslashes escaped, control bytes '?'. */
+static void dot_print_escaped(const char *s) {
+        for (; *s; s++)
+                if (*s == '"' || *s == '\\')
+                        printf("\\%c", *s);
+                else
+                        putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+/* One node: "comm/tid", filled with its group's colour (set312 has 12). */
+static void dot_print_task(json_object *t, const char *indent) {
+        uint64_t group = (uint64_t)json_get_int(t, "group");
+        printf("%st%" PRId64 " [label=\"", indent, json_get_int(t, "tid"));
+        dot_print_escaped(status_str(t, "comm"));
+        printf("/%" PRId64 "\"", json_get_int(t, "tid"));
+        if (group)
+                printf(", style=\"rounded,filled\", fillcolor=%" PRIu64, group % 12 + 1);
+        printf("];\n");
+}
+
+/* Orders tasks by group, then tid, so each group's tasks are adjacent. */
+static int task_compare(const void *a, const void *b) {
+        json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b;
+        int64_t gx = json_get_int(x, "group"), gy = json_get_int(y, "group");
+        if (gx != gy)
+                return gx < gy ? -1 : 1;
+        return (json_get_int(x, "tid") > json_get_int(y, "tid")) -
+               (json_get_int(x, "tid") < json_get_int(y, "tid"));
+}
+
+/* Prints the graph for Graphviz: one cluster per group, edges weighted by rate. */
+static void print_graph_dot(json_object *graph) {
+        json_object *tasks = NULL, *edges = NULL;
+        json_object_object_get_ex(graph, "tasks", &tasks);
+        json_object_object_get_ex(graph, "edges", &edges);
+        size_t n_tasks = json_object_array_length(tasks), n_edges = json_object_array_length(edges);
+
+        printf("digraph placed {\n"
+               "  graph [rankdir=LR, fontname=sans, label=\"placed wake graph: %zu tasks, "
+               "%zu edges (wakeups/s; solid = strong)\"];\n"
+               "  node [shape=box, style=rounded, fontname=sans, colorscheme=set312];\n"
+               "  edge [fontname=sans, fontsize=10];\n",
+               n_tasks, n_edges);
+        json_object_array_sort(tasks, task_compare);
+        for (size_t i = 0; i < n_tasks; i++) {
+                json_object *t = json_object_array_get_idx(tasks, i);
+                int64_t group = json_get_int(t, "group");
+                if (group == 0) {
+                        dot_print_task(t, "  ");
+                        continue;
+                }
+                const char *class = status_str(t, "class");
+                printf("  subgraph cluster_g%" PRId64 " {\n    label=\"group %" PRId64 "%s%s\";\n"
+                       "    style=rounded; color=gray40;\n",
+                       group, group, class[0] ? ": " : "", class);
+                for (; i < n_tasks; i++) {
+                        t = json_object_array_get_idx(tasks, i);
+                        if (json_get_int(t, "group") != group) {
+                                i--;
+                                break;
+                        }
+                        dot_print_task(t, "    ");
+                }
+                printf("  }\n");
+        }
+
+        double max_rate = 1;
+        for (size_t i = 0; i < n_edges; i++)
+                max_rate = fmax(max_rate,
+                                json_get_double(json_object_array_get_idx(edges, i), "rate"));
+        for (size_t i = 0; i < n_edges; i++) {
+                json_object *e = json_object_array_get_idx(edges, i), *v;
+                double rate = json_get_double(e, "rate");
+                double scale = log1p(rate) / log1p(max_rate); /* 0..1, log: rates span decades */
+                bool strong =
+                        json_object_object_get_ex(e, "strong", &v) && json_object_get_boolean(v);
+                printf("  t%" PRId64 " -> t%" PRId64
+                       " [label=\"%.*f/s\", penwidth=%.1f, weight=%d, style=%s];\n",
+                       json_get_int(e, "waker"), json_get_int(e, "wakee"), rate < 10 ? 1 : 0, rate,
+                       0.5 + 4.5 * scale, 1 + (int)lround(9 * scale), strong ? "solid" : "dashed");
+        }
+        printf("}\n");
+}
+
+static int verb_graph(sd_bus *bus, const Args *a, int argc, char **argv) {
+        sd_bus_message *reply = NULL;
+
+        if (argc > 0)
+                return usage_error("graph takes no argument, not \"%s\".", argv[0]);
+        int r = call(bus, "WakeGraph", &reply, NULL);
+        if (r != 0)
+                return r;
+        json_object *graph = json_object_new_object();
+        r = read_graph(reply, graph);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                json_object_put(graph);
+                return parse_error(r);
+        }
+        if (a->json) {
+                print_json(graph);
+                return EXIT_OK;
+        }
+        print_graph_dot(graph);
+        json_object_put(graph);
+        return EXIT_OK;
+}
+
+/* Writes the snapshot to FILE (replacing it), or to stdout. */
+static int verb_snapshot(sd_bus *bus, int argc, char **argv) {
+        sd_bus_message *reply = NULL;
+        const char *json;
+
+        if (argc > 1)
+                return usage_error("snapshot takes at most one FILE, not \"%s\".", argv[1]);
+        int r = call(bus, "Snapshot", &reply, NULL);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &json);
+        if (r < 0) {
+                sd_bus_message_unref(reply);
+                return parse_error(r);
+        }
+        FILE *f = argc == 1 ? fopen(argv[0], "we") : stdout;
+        if (!f) {
+                fprintf(stderr, "placectl: cannot write \"%s\": %s\n", argv[0], strerror(errno));
+                sd_bus_message_unref(reply);
+                return EXIT_DAEMON;
+        }
+        fprintf(f, "%s\n", json);
+        sd_bus_message_unref(reply);
+        if ((f == stdout ? fflush(f) : fclose(f)) != 0 || (f == stdout && ferror(f))) {
+                fprintf(stderr, "placectl: writing the snapshot failed: %s\n", strerror(errno));
+                return EXIT_DAEMON;
+        }
         return EXIT_OK;
 }
 
@@ -581,11 +945,6 @@ static int verb_hold(sd_bus *bus, const Args *a, int argc, char **argv) {
         return code;
 }
 
-static int not_available(const char *what) {
-        fprintf(stderr, "placectl: not available yet: %s\n", what);
-        return EXIT_DAEMON;
-}
-
 static int run_verb(sd_bus *bus, const Args *a, const char *verb, int argc, char **argv) {
         if (strcmp(verb, "status") == 0)
                 return argc ? usage_error("status takes no argument, not \"%s\".", argv[0])
@@ -598,6 +957,10 @@ static int run_verb(sd_bus *bus, const Args *a, const char *verb, int argc, char
         if (strcmp(verb, "explain") == 0)
                 return argc == 1 ? verb_explain(bus, a, argv[0])
                                  : usage_error("explain needs exactly one TID.");
+        if (strcmp(verb, "graph") == 0)
+                return verb_graph(bus, a, argc, argv);
+        if (strcmp(verb, "snapshot") == 0)
+                return verb_snapshot(bus, argc, argv);
         if (strcmp(verb, "reload") == 0 || strcmp(verb, "restore") == 0)
                 return argc ? usage_error("this command takes no argument, not \"%s\".", argv[0])
                             : call(bus, strcmp(verb, "reload") == 0 ? "Reload" : "Restore", NULL,
@@ -606,8 +969,8 @@ static int run_verb(sd_bus *bus, const Args *a, const char *verb, int argc, char
 }
 
 static bool verb_known(const char *verb) {
-        static const char *const verbs[] = { "status", "profile", "groups", "explain",
-                                             "reload", "restore", "hold" };
+        static const char *const verbs[] = { "status",   "profile", "groups",  "explain", "graph",
+                                             "snapshot", "reload",  "restore", "hold" };
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (strcmp(verb, verbs[i]) == 0)
                         return true;
@@ -660,12 +1023,6 @@ int main(int argc, char *argv[]) {
         int nargs = argc - optind - 1;
         char **args = argv + optind + 1;
 
-        /* Their data arrives with wake sampling and the planner (later issues). */
-        if (strcmp(verb, "graph") == 0)
-                return a.dot || a.json ? not_available("the wake graph comes with wake sampling.")
-                                       : usage_error("graph needs --dot (or --json).");
-        if (strcmp(verb, "snapshot") == 0)
-                return not_available("snapshots come with the planner.");
         if (!verb_known(verb))
                 return usage_error("unknown command \"%s\".", verb);
 
