@@ -40,6 +40,7 @@
 #include "log.h"
 #include "loop.h"
 #include "policy.h"
+#include "proc-events.h"
 #include "task-stats.h"
 #include "wake-graph.h"
 #include "wake-source.h"
@@ -73,6 +74,12 @@ struct Pipeline {
 
         TaskId *managed; /* tasks whose affinity placed set (owned) */
         unsigned n_managed;
+        pid_t *managed_tgids; /* their processes, for fork events (owned) */
+        unsigned n_managed_tgids;
+
+        Manager *manager;   /* the owner, for the proc connector's callback */
+        ProcEvents *procev; /* NULL: exits are noticed on the tick only */
+        uint64_t n_adopted; /* children that inherited a mask placed set */
 };
 
 static int pipeline_open_actuators(Pipeline *p, Manager *m) {
@@ -139,6 +146,82 @@ static void pipeline_open_source(Pipeline *p, Manager *m) {
         m->wake_source = wake_source_name(p->source);
 }
 
+static bool tgid_managed(const Pipeline *p, pid_t tgid) {
+        for (unsigned i = 0; i < p->n_managed_tgids; i++)
+                if (p->managed_tgids[i] == tgid)
+                        return true;
+        return false;
+}
+
+/*
+ * A task created by a task placed narrowed inherits placed's mask: adopt it
+ * into the journal so a stop restores it too. The next tick keeps it if it
+ * joined its creator's group, and hands it back otherwise.
+ */
+static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
+        bool thread = ev->pid != ev->tgid;
+        pid_t tgid = thread ? ev->tgid : ev->parent_tgid;
+        TaskStats ts;
+        TaskId *grown;
+
+        if (!p->affinity || !tgid_managed(p, tgid) ||
+            task_stats_read(p->manager->opts.procfs_root, 0, ev->pid, &ts) < 0)
+                return;
+        for (unsigned i = 0; i < p->n_managed; i++) {
+                WakeGraphTask t;
+                if (wake_graph_get_task(p->graph, p->managed[i].tid, 0, &t) <= 0 || t.tgid != tgid)
+                        continue;
+                if (!thread && p->managed[i].tid != ev->parent_pid)
+                        continue;
+                if (act_affinity_adopt(p->affinity, &ts.id, &p->managed[i]) <= 0)
+                        continue;
+                grown = realloc(p->managed, (p->n_managed + 1) * sizeof(*grown));
+                if (!grown)
+                        return;
+                p->managed = grown;
+                p->managed[p->n_managed++] = ts.id;
+                p->n_adopted++;
+                log_debug("Task %d inherited the mask placed gave task %d; adopted.", (int)ev->pid,
+                          (int)p->managed[i].tid);
+                return;
+        }
+}
+
+static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
+        Pipeline *p = userdata;
+        if (ev->type == PROC_EVENT_EXIT) {
+                (void)wake_graph_task_exit(p->graph, ev->pid);
+                act_affinity_task_gone(p->affinity, ev->pid);
+        } else if (ev->type == PROC_EVENT_FORK)
+                pipeline_adopt(p, ev);
+        return 0;
+}
+
+static void pipeline_on_proc_readable(void *userdata) {
+        Pipeline *p = userdata;
+        int r = proc_events_dispatch(p->procev);
+        if (r == PROC_EVENTS_LOST)
+                log_debug("Proc connector lost events; the tick's scan catches up.");
+        else if (r < 0) {
+                /* Stay correct without it: the tick notices exits by reading /proc. */
+                log_warning_errno(r, "Proc connector failed, noticing exits on the tick only: %m");
+                p->procev = proc_events_free(p->procev);
+        }
+}
+
+static void pipeline_open_proc_events(Pipeline *p, Manager *m) {
+        int r = proc_events_new(pipeline_on_proc_event, p, &p->procev);
+        if (r < 0) {
+                log_info("No proc connector (%s): exits are noticed on the tick.", strerror(-r));
+                return;
+        }
+        r = loop_add_fd(m->loop, proc_events_fd(p->procev), pipeline_on_proc_readable, p);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot watch the proc connector: %m");
+                p->procev = proc_events_free(p->procev);
+        }
+}
+
 int pipeline_new(Manager *m, Pipeline **ret) {
         Pipeline *p = calloc(1, sizeof(*p));
         int r;
@@ -173,7 +256,9 @@ int pipeline_new(Manager *m, Pipeline **ret) {
                 pipeline_free(p);
                 return r;
         }
+        p->manager = m;
         pipeline_open_source(p, m);
+        pipeline_open_proc_events(p, m);
         *ret = p;
         return 0;
 }
@@ -182,6 +267,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
         pipeline_close_actuators(p);
+        proc_events_free(p->procev);
         wake_source_free(p->source);
         wake_batch_done(&p->batch);
         wake_graph_free(p->graph);
@@ -192,6 +278,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         plan_free(p->plan);
         free(p->loads);
         free(p->managed);
+        free(p->managed_tgids);
         free(p);
         return NULL;
 }
@@ -346,6 +433,21 @@ static void pipeline_apply_group(Pipeline *p, Manager *m, const Group *g, const 
         }
 }
 
+/* The processes of managed tasks, so a fork event is checked in a few compares. */
+static void pipeline_index_tgids(Pipeline *p) {
+        pid_t *tgids = realloc(p->managed_tgids, (p->n_managed + 1) * sizeof(*tgids));
+        if (!tgids)
+                return;
+        p->managed_tgids = tgids;
+        p->n_managed_tgids = 0;
+        for (unsigned i = 0; i < p->n_managed; i++) {
+                WakeGraphTask t;
+                if (wake_graph_get_task(p->graph, p->managed[i].tid, 0, &t) > 0 &&
+                    !tgid_managed(p, t.tgid))
+                        tgids[p->n_managed_tgids++] = t.tgid;
+        }
+}
+
 static void pipeline_apply_slices(Pipeline *p, Manager *m, const Plan *plan) {
         for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
                 const char *name = plan_slice_to_string(s);
@@ -403,6 +505,7 @@ static void pipeline_apply(Pipeline *p, Manager *m, const Group *groups, unsigne
         free(p->managed);
         p->managed = managed;
         p->n_managed = n_managed;
+        pipeline_index_tgids(p);
 
         pipeline_apply_slices(p, m, plan);
         pipeline_apply_idle(p, m, plan);
@@ -501,6 +604,7 @@ void pipeline_tick(Pipeline *p, Manager *m, uint64_t now_ns) {
 void pipeline_forget_applied(Pipeline *p) {
         p->managed = mfree(p->managed);
         p->n_managed = 0;
+        p->n_managed_tgids = 0;
         p->plan = plan_free(p->plan);
 }
 

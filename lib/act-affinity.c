@@ -29,6 +29,10 @@ struct ActAffinity {
         ActAffinityOptions opts;
         char *procfs_root;
         char *cgroup_root;
+        /* Tasks whose mask someone changed after placed set it: theirs for
+         * good, until they exit (act_affinity_task_gone()). */
+        TaskId *let_go;
+        unsigned n_let_go, cap_let_go;
 };
 
 static int read_text(const char *path, char **ret) {
@@ -173,8 +177,42 @@ ActAffinity *act_affinity_free(ActAffinity *a) {
                 return NULL;
         free(a->procfs_root);
         free(a->cgroup_root);
+        free(a->let_go);
         free(a);
         return NULL;
+}
+
+static bool is_let_go(const ActAffinity *a, const TaskId *id) {
+        for (unsigned i = 0; i < a->n_let_go; i++)
+                if (a->let_go[i].tid == id->tid && a->let_go[i].start_time == id->start_time)
+                        return true;
+        return false;
+}
+
+static void let_go(ActAffinity *a, const TaskId *id) {
+        if (is_let_go(a, id))
+                return;
+        if (a->n_let_go == a->cap_let_go) {
+                unsigned cap = a->cap_let_go ? 2 * a->cap_let_go : 16;
+                TaskId *grown = reallocarray(a->let_go, cap, sizeof(*grown));
+                if (!grown)
+                        return; /* the journal record is gone: at worst it is re-placed */
+                a->let_go = grown;
+                a->cap_let_go = cap;
+        }
+        a->let_go[a->n_let_go++] = *id;
+}
+
+void act_affinity_task_gone(ActAffinity *a, pid_t tid) {
+        if (!a)
+                return;
+        for (unsigned i = 0; i < a->n_let_go; i++)
+                if (a->let_go[i].tid == tid)
+                        a->let_go[i--] = a->let_go[--a->n_let_go];
+}
+
+unsigned act_affinity_n_let_go(const ActAffinity *a) {
+        return a ? a->n_let_go : 0;
 }
 
 /* The CPUs the task's cpuset allows, within the online set. */
@@ -212,14 +250,14 @@ static AffinityResult check_owner(const ActAffinity *a, const AffinityTask *t) {
         return AFFINITY_SET;
 }
 
-/* True if current is what placed set last for key. */
-static bool is_ours(const ActAffinity *a, const char *key, const CpuSet *current) {
+/* 1: placed set key's mask and it still holds; 0: placed never set it; -1: changed since. */
+static int ownership(const ActAffinity *a, const char *key, const CpuSet *current) {
         const char *applied;
         CpuSet s;
         if (!a->opts.journal ||
             journal_get(a->opts.journal, ACT_AFFINITY_KIND, key, NULL, &applied) < 0)
-                return false;
-        return cpuset_parse(applied, &s) == 0 && cpuset_equal(&s, current);
+                return 0;
+        return cpuset_parse(applied, &s) == 0 && cpuset_equal(&s, current) ? 1 : -1;
 }
 
 static int journal_and_set(ActAffinity *a, const char *key, pid_t tid, const CpuSet *current,
@@ -254,11 +292,17 @@ int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
                 if (r < 0)
                         return r;
                 task_cpuset(a, id->tid, &full);
-                if (!cpuset_equal(&current, &full) && !is_ours(a, key, &current)) {
-                        res = AFFINITY_REFUSED_NARROWED;
-                        if (a->opts.journal && !a->opts.dry_run)
+                int own = ownership(a, key, &current);
+                if (is_let_go(a, id))
+                        res = AFFINITY_REFUSED_CHANGED;
+                else if (own < 0) {
+                        /* Widened back or moved elsewhere: either way, the owner's now. */
+                        res = AFFINITY_REFUSED_CHANGED;
+                        if (!a->opts.dry_run)
                                 (void)journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key);
-                }
+                        let_go(a, id);
+                } else if (own == 0 && !cpuset_equal(&current, &full))
+                        res = AFFINITY_REFUSED_NARROWED;
         }
         if (res == AFFINITY_SET) {
                 cpuset_and(&target, want, &full);
@@ -281,6 +325,41 @@ int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
         return res == AFFINITY_SET ? 1 : 0;
 }
 
+int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creator) {
+        char child_key[64], creator_key[64];
+        const char *orig, *applied;
+        CpuSet placed_mask, current;
+
+        if (!a || !child || !creator)
+                return -EINVAL;
+        if (a->opts.dry_run || !a->opts.journal)
+                return 0;
+        act_affinity_format_key(creator, creator_key, sizeof(creator_key));
+        if (journal_get(a->opts.journal, ACT_AFFINITY_KIND, creator_key, &orig, &applied) < 0)
+                return 0; /* placed never narrowed the creator */
+        if (cpuset_parse(applied, &placed_mask) < 0)
+                return -EINVAL;
+
+        AffinityTask t;
+        int r = read_task_checked(a->procfs_root, child, &t);
+        if (r < 0)
+                return r;
+        r = get_affinity(child->tid, &current);
+        if (r < 0)
+                return r;
+        if (!cpuset_equal(&current, &placed_mask))
+                return 0; /* it changed its own mask already: not ours */
+
+        /* journal_get()'s pointers die with the next journal write: copy first. */
+        _cleanup_free_ char *orig_copy = strdup(orig), *applied_copy = strdup(applied);
+        if (!orig_copy || !applied_copy)
+                return -ENOMEM;
+        act_affinity_format_key(child, child_key, sizeof(child_key));
+        r = journal_record_change(a->opts.journal, ACT_AFFINITY_KIND, child_key, orig_copy,
+                                  applied_copy);
+        return r < 0 ? r : 1;
+}
+
 int act_affinity_release(ActAffinity *a, const TaskId *id) {
         if (!a || !id)
                 return -EINVAL;
@@ -298,7 +377,7 @@ int act_affinity_release(ActAffinity *a, const TaskId *id) {
         int r = read_task_checked(a->procfs_root, id, &t);
         if (r == 0)
                 r = get_affinity(id->tid, &current);
-        if (r == -ESRCH || (r == 0 && !is_ours(a, key, &current)))
+        if (r == -ESRCH || (r == 0 && ownership(a, key, &current) <= 0))
                 return journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key) < 0 ? -EIO : 0;
         if (r < 0)
                 return r;
@@ -380,6 +459,7 @@ const char *affinity_result_to_string(AffinityResult r) {
                 [AFFINITY_REFUSED_SELF] = "refused-self",
                 [AFFINITY_REFUSED_RT] = "refused-rt",
                 [AFFINITY_REFUSED_NARROWED] = "refused-narrowed",
+                [AFFINITY_REFUSED_CHANGED] = "refused-changed",
         };
         return (unsigned)r < ELEMENTSOF(names) ? names[r] : "unknown";
 }

@@ -52,6 +52,7 @@ typedef enum AffinityResult {
         AFFINITY_REFUSED_SELF,     /* placed itself */
         AFFINITY_REFUSED_RT,       /* SCHED_FIFO, SCHED_RR, SCHED_DEADLINE */
         AFFINITY_REFUSED_NARROWED, /* someone else narrowed its affinity */
+        AFFINITY_REFUSED_CHANGED,  /* someone changed the mask placed set */
 } AffinityResult;
 
 /* What /proc/TID/stat and status say about a thread. */
@@ -81,9 +82,12 @@ int act_affinity_read_task(const char *procfs_root, pid_t tid, AffinityTask *ret
  * cpuset and the online set, unless it is never to be touched.
  *
  * The original affinity is journaled (kind "affinity", key "TID:STARTTIME",
- * value a cpulist) before the first change. A thread whose affinity was
- * changed by someone else since placed set it is let go (its journal record
- * forgotten) and reported AFFINITY_REFUSED_NARROWED.
+ * value a cpulist) before the first change. A thread narrowed by someone
+ * else before placed came is AFFINITY_REFUSED_NARROWED. A thread whose
+ * affinity was changed by someone else after placed set it, narrower or
+ * wider, is let go for good: its journal record is forgotten (a stop does
+ * not restore over the change) and it is AFFINITY_REFUSED_CHANGED from then
+ * on, until it exits.
  *
  * Return: 1 when the mask was written; 0 when nothing was done (see
  * *ret_result); negative errno on failure: -ESRCH (thread gone or its tid
@@ -105,6 +109,24 @@ int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
  * the write failed (the record is kept).
  */
 int act_affinity_release(ActAffinity *a, const TaskId *id);
+
+/*
+ * act_affinity_task_gone() - tid exited: forget that it was let go.
+ * act_affinity_n_let_go() - how many live tasks were let go.
+ */
+void act_affinity_task_gone(ActAffinity *a, pid_t tid);
+unsigned act_affinity_n_let_go(const ActAffinity *a);
+
+/*
+ * act_affinity_adopt() - a new task (fork or clone) inherits its creator's
+ * affinity; where placed narrowed the creator, the child carries placed's
+ * mask too, and must be restored like it. Records the child in the journal
+ * with the creator's original value, if the child still holds the mask
+ * placed gave the creator. Nothing in dry run.
+ *
+ * Return: 1 adopted, 0 nothing to adopt, negative errno (-ESRCH: gone).
+ */
+int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creator);
 
 /*
  * act_affinity_kind_ops() - the journal operations for kind "affinity":

@@ -60,6 +60,19 @@ static void set_affinity_of(pid_t tid, int cpu) {
         CPU_FREE(set);
 }
 
+static int sched_setaffinity_set(pid_t tid, const CpuSet *cpus) {
+        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
+        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
+        assert_non_null(set);
+        CPU_ZERO_S(size, set);
+        for (int cpu = 0; cpu < CPUSET_MAX_CPUS; cpu++)
+                if (cpuset_isset(cpus, cpu))
+                        CPU_SET_S(cpu, size, set);
+        int r = sched_setaffinity(tid, size, set);
+        CPU_FREE(set);
+        return r;
+}
+
 static CpuSet one_cpu(int cpu) {
         CpuSet s;
         cpuset_zero(&s);
@@ -188,13 +201,36 @@ static void test_narrowed_is_let_go(void **state) {
 
         /* Next tick: placed sees the change, lets the task go. */
         assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
-        assert_int_equal(res, AFFINITY_REFUSED_NARROWED);
+        assert_int_equal(res, AFFINITY_REFUSED_CHANGED);
         char key[64];
         act_affinity_format_key(&f->id, key, sizeof(key));
         assert_false(journal_has(f->journal, ACT_AFFINITY_KIND, key));
         assert_int_equal(journal_size(f->journal), 0);
         CpuSet now = affinity_of(f->child), theirs = one_cpu(first);
         assert_true(cpuset_equal(&now, &theirs));
+}
+
+static void test_widened_is_let_go(void **state) {
+        Fixture *f = *state;
+        CpuSet before = affinity_of(f->child), want = one_cpu(cpuset_last(&f->online));
+        AffinityResult res;
+        if (cpuset_count(&f->online) < 2)
+                skip();
+        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        /* The owner widens it back to every CPU: placed must not re-pin it. */
+        assert_int_equal(sched_setaffinity_set(f->child, &before), 0);
+        for (int tick = 0; tick < 3; tick++) {
+                assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+                assert_int_equal(res, AFFINITY_REFUSED_CHANGED);
+                CpuSet now = affinity_of(f->child);
+                assert_true(cpuset_equal(&now, &before));
+        }
+        assert_int_equal(journal_size(f->journal), 0);
+        assert_int_equal(act_affinity_n_let_go(f->act), 1);
+
+        /* Its tid, once it exits, is forgotten. */
+        act_affinity_task_gone(f->act, f->id.tid);
+        assert_int_equal(act_affinity_n_let_go(f->act), 0);
 }
 
 static void test_narrowed_before_us(void **state) {
@@ -299,6 +335,97 @@ static void test_clamped(void **state) {
         assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
 }
 
+/* A process that forks a pausing child when told to, and reports its pid. */
+static pid_t spawn_forker(int *ret_cmd, int *ret_reply) {
+        int cmd[2], reply[2];
+        assert_int_equal(pipe(cmd), 0);
+        assert_int_equal(pipe(reply), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char b;
+                /* Only the test holds the write end: its close() ends the loop. */
+                close(cmd[1]);
+                close(reply[0]);
+                while (read(cmd[0], &b, 1) == 1) {
+                        pid_t g = fork();
+                        if (g == 0) {
+                                close(cmd[0]);
+                                close(reply[1]);
+                                for (;;)
+                                        pause();
+                        }
+                        if (write(reply[1], &g, sizeof(g)) != sizeof(g))
+                                _exit(1);
+                }
+                _exit(0);
+        }
+        close(cmd[0]);
+        close(reply[1]);
+        *ret_cmd = cmd[1];
+        *ret_reply = reply[0];
+        return pid;
+}
+
+static TaskId task_id(pid_t pid) {
+        AffinityTask t;
+        assert_int_equal(act_affinity_read_task("/proc", pid, &t), 0);
+        return (TaskId){ .tid = pid, .start_time = t.start_time };
+}
+
+static void test_adopt_inherited(void **state) {
+        Fixture *f = *state;
+        int cmd, reply;
+        pid_t forker = spawn_forker(&cmd, &reply), grandchild;
+        CpuSet before = affinity_of(forker);
+        TaskId creator = task_id(forker);
+        CpuSet want = one_cpu(cpuset_last(&f->online));
+
+        /* Not narrowed by placed yet: a child has nothing to inherit. */
+        assert_int_equal(write(cmd, "x", 1), 1);
+        assert_int_equal(read(reply, &grandchild, sizeof(grandchild)), sizeof(grandchild));
+        TaskId first = task_id(grandchild);
+        assert_int_equal(act_affinity_adopt(f->act, &first, &creator), 0);
+        kill(grandchild, SIGKILL);
+
+        /* Narrowed: the fork inherits placed's mask and is adopted. */
+        assert_int_equal(act_affinity_apply(f->act, &creator, &want, NULL, NULL), 1);
+        assert_int_equal(write(cmd, "x", 1), 1);
+        assert_int_equal(read(reply, &grandchild, sizeof(grandchild)), sizeof(grandchild));
+        TaskId child = task_id(grandchild);
+        CpuSet inherited = affinity_of(grandchild);
+        assert_true(cpuset_equal(&inherited, &want));
+        assert_int_equal(act_affinity_adopt(f->act, &child, &creator), 1);
+        assert_int_equal(journal_size(f->journal), 2);
+
+        /* A stop restores both the creator and the child it made. */
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
+        assert_int_equal(st.restored, 2);
+        CpuSet now = affinity_of(forker);
+        assert_true(cpuset_equal(&now, &before));
+        now = affinity_of(grandchild);
+        assert_true(cpuset_equal(&now, &before));
+
+        /* A child that changed its mask itself is not placed's to restore. */
+        assert_int_equal(act_affinity_apply(f->act, &creator, &want, NULL, NULL), 1);
+        assert_int_equal(write(cmd, "x", 1), 1);
+        pid_t other;
+        assert_int_equal(read(reply, &other, sizeof(other)), sizeof(other));
+        set_affinity_of(other, cpuset_first(&f->online));
+        TaskId oid = task_id(other);
+        if (cpuset_count(&f->online) > 1)
+                assert_int_equal(act_affinity_adopt(f->act, &oid, &creator), 0);
+
+        kill(grandchild, SIGKILL);
+        kill(other, SIGKILL);
+        close(cmd);
+        close(reply);
+        kill(forker, SIGKILL);
+        waitpid(forker, NULL, 0);
+        assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
+}
+
 int main(void) {
         if (geteuid() != 0) {
                 printf("skipped: needs root to change other tasks' affinity and scheduling "
@@ -316,6 +443,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_crash_then_restore, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_narrowed_after_us_left_alone, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_narrowed_is_let_go, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_widened_is_let_go, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_narrowed_before_us, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rt_refused, setup, teardown),
@@ -323,6 +451,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_clamped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_adopt_inherited, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
