@@ -106,7 +106,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Save energy: pack groups onto few CPUs and LLCs, consolidate "
                                "at low load",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_util_pct = 90,
+                .pair_max_util_pct = 100,
                 .fanout_placement = SPREAD_PLACEMENT_PACK,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_PACK,
@@ -125,7 +125,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Default: pairs on one CPU when they fit, stable LLC homes for "
                                "groups, spread large fan-outs",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_util_pct = 80,
+                .pair_max_util_pct = 95,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_HOME,
@@ -144,7 +144,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Lowest latency: spread over idle LLCs, cap idle exit latency "
                                "where latency-critical groups run",
                 .pair_placement = PAIR_PLACEMENT_SAME_CORE,
-                .pair_max_util_pct = 70,
+                .pair_max_util_pct = 95,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 1,
                 .mesh_placement = SPREAD_PLACEMENT_SPREAD,

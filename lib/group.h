@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -31,7 +32,10 @@ typedef struct Group {
         TaskId *tasks; /* owned; tasks[0] is the master of a fanout */
         unsigned n_tasks;
         double util;            /* CPUs' worth of run time over the last tick */
+        bool unmeasured;        /* a task's run time is not known over a whole tick yet */
         uint64_t runq_delay_us; /* mean run-queue wait per scheduling of its tasks, last tick */
+        double runq_wait;       /* CPUs' worth of run-queue wait: how many of its tasks
+                                   waited for a CPU, on average over the last tick */
         double wake_rate;       /* wakeups per second inside the group */
         CpuSet cpus;            /* CPUs its tasks are allowed on now */
         CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */

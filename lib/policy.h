@@ -83,6 +83,7 @@ typedef struct PlanGroup {
         int home;       /* LLC (or core, on one-LLC machines) the group is anchored on; -1 none */
         unsigned widen; /* feedback steps taken: each widens the mask one level */
         uint64_t since_ns; /* when this decision was made (dwell) */
+        bool waiting;      /* left alone until measured: no dwell, decided afresh next tick */
         char reason[PLAN_REASON_MAX];
 } PlanGroup;
 

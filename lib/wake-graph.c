@@ -178,6 +178,7 @@ typedef struct WgTask {
         bool has_flips;
         uint64_t last_seen_ns;
         bool have_stats;
+        bool have_delta; /* run time measured over a whole interval at least once */
         uint64_t run_ns, delay_ns, slices;                /* last cumulative values */
         uint64_t pend_run_ns, pend_delay_ns, pend_slices; /* growth since the last update */
         double out_rate, in_rate;                         /* wakeups/s, at the last update */
@@ -416,6 +417,7 @@ int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, uint64_t
                 t->pend_run_ns += run_ns - t->run_ns;
                 t->pend_delay_ns += run_delay_ns - t->delay_ns;
                 t->pend_slices += timeslices - t->slices;
+                t->have_delta = true;
         }
         t->run_ns = run_ns;
         t->delay_ns = run_delay_ns;
@@ -767,6 +769,7 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                 }
                 uint64_t run_ns = 0, delay_ns = 0, slices = 0;
                 unsigned n = 0;
+                bool measured = true;
                 if (comp->class == GROUP_FANOUT)
                         out->tasks[n++] = g->tasks[comp->master].id;
                 for (uint32_t k = 0; k < comp->n; k++) {
@@ -774,6 +777,7 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                         run_ns += t->pend_run_ns;
                         delay_ns += t->pend_delay_ns;
                         slices += t->pend_slices;
+                        measured = measured && t->have_delta;
                         if (comp->class != GROUP_FANOUT ||
                             s->members[comp->first + k] != comp->master)
                                 out->tasks[n++] = t->id;
@@ -789,7 +793,9 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                  * times a second, and that is the point of packing it; what
                  * hurts is a long wait each time a task wants to run. */
                 out->runq_delay_us = slices ? delay_ns / slices / NSEC_PER_USEC : 0;
+                out->runq_wait = (double)delay_ns / (double)dt_ns;
                 out->wake_rate = comp->intra_rate;
+                out->unmeasured = !measured;
         }
         qsort(groups, s->n_comps, sizeof(Group), cmp_group_id);
         *ret = groups;

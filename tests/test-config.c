@@ -210,7 +210,7 @@ static void test_profile_defaults(void **state) {
         assert_int_equal(profile_defaults("power-first", &p), 0);
         assert_string_equal(p.name, "power-first");
         assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CPU);
-        assert_int_equal(p.pair_max_util_pct, 90);
+        assert_int_equal(p.pair_max_util_pct, 100);
         assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
         assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);
         assert_true(p.consolidate);

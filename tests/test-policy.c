@@ -267,7 +267,7 @@ static void test_pair_too_big_left_alone(void **state) {
         Scenario s;
         Profile p = profile("balanced");
         scenario_init(&s, "topo-vm2", 0.0);
-        Group *g = add_group(&s, GROUP_PAIR, 2, 0.85, NULL);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 1.3, NULL);
         Plan *plan = decide(&s, &p, NULL, SEC_NS);
         assert_false(pg_of(plan, g)->managed);
         plan_free(plan);
@@ -470,6 +470,55 @@ static void test_mesh_on_vm_left_to_kernel(void **state) {
         Plan *plan = decide(&s, &p, NULL, SEC_NS);
         assert_false(pg_of(plan, g)->managed);
         plan_free(plan);
+
+        /* In its ramp it ran 0.6 CPUs' worth, and 6 of its tasks waited on
+         * average: the demand is not 0.6, and one CPU would halve it. */
+        g->util = 0.6;
+        s.loads[0].busy = s.loads[1].busy = 0.3;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(pg_of(plan, g)->managed);
+        plan_free(plan);
+        g->runq_wait = 6.0;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_false(pg_of(plan, g)->managed);
+        assert_non_null(strstr(pg_of(plan, g)->reason, "6.0 waited"));
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* A group not yet measured over a whole tick looks idle; placing it on
+ * that guess pinned a hackbench mesh to one CPU for the whole dwell. */
+static void test_unmeasured_waits(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.02);
+        CpuSet ran = set_of("8,9");
+        Group *pair = add_group(&s, GROUP_PAIR, 2, 0.0, &ran);
+        Group *fan = add_group(&s, GROUP_FANOUT, 9, 0.0, NULL);
+        pair->unmeasured = fan->unmeasured = true;
+        Plan *a = decide(&s, &p, NULL, SEC_NS);
+        assert_false(pg_of(a, pair)->managed);
+        assert_false(pg_of(a, fan)->managed);
+        assert_non_null(strstr(pg_of(a, pair)->reason, "not measured"));
+
+        /* Measured: placed. */
+        pair->unmeasured = fan->unmeasured = false;
+        pair->util = 0.5;
+        fan->util = 4.0;
+        Plan *b = decide(&s, &p, a, 2 * SEC_NS);
+        assert_true(pg_of(b, pair)->managed);
+        assert_true(pg_of(b, fan)->managed);
+
+        /* A new member makes it unmeasured again: the placement stands,
+         * even after the dwell. */
+        pair->unmeasured = true;
+        pair->util = 0.0;
+        Plan *c = decide(&s, &p, b, 60 * SEC_NS);
+        assert_true(pg_of(c, pair)->managed);
+        assert_true(cpuset_equal(&pg_of(c, pair)->cpus, &pg_of(b, pair)->cpus));
+        plan_free(a);
+        plan_free(b);
+        plan_free(c);
         scenario_done(&s);
 }
 
@@ -613,6 +662,7 @@ int main(void) {
                 cmocka_unit_test(test_mesh_homes_distinct_or_packed),
                 cmocka_unit_test(test_fanout_spread_vs_pack),
                 cmocka_unit_test(test_mesh_on_vm_left_to_kernel),
+                cmocka_unit_test(test_unmeasured_waits),
                 cmocka_unit_test(test_limits_respected),
                 cmocka_unit_test(test_consolidation),
                 cmocka_unit_test(test_json_round_trip),

@@ -451,11 +451,16 @@ static void test_util_and_delay(void **state) {
                 assert_int_equal(wake_graph_task_stats(s->graph, 999, 0, run, delay, slices), 0);
                 sim_tick(s);
                 const Group *g = assert_group(s, 101, 102, GROUP_PAIR);
-                if (tick == 0) /* the first reading is only a baseline */
+                /* The first reading is only a baseline: zero run time then
+                 * says nothing about the load, and the group says so. */
+                assert_int_equal(g->unmeasured, tick == 0);
+                if (tick == 0)
                         continue;
                 assert_true(g->util > 1.19 && g->util < 1.21);
                 /* (2 ms + 8 ms) / 1250 waits = 8 us a wait, not 5 ms a tick */
                 assert_int_equal(g->runq_delay_us, 8);
+                /* 10 ms of waiting in a 1 s tick: a hundredth of a task waited */
+                assert_true(g->runq_wait > 0.0099 && g->runq_wait < 0.0101);
         }
         sim_free(s);
 }
