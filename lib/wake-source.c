@@ -197,9 +197,9 @@ static int agg_finish(WakeAgg *a, WakeBatch *b, uint64_t now_ns) {
 /* What the previous read saw of one kernel edge. */
 typedef struct EdgeSeen {
         struct wake_edge_key key;
-        uint64_t count;
-        uint64_t waker_start_ns, wakee_start_ns;
-        uint64_t read_no; /* last read it grew in */
+        uint64_t count;                          /* summed over the CPUs */
+        uint64_t read_no;                        /* last read it grew in */
+        uint64_t waker_start_ns, wakee_start_ns; /* the tasks at those addresses then */
 } EdgeSeen;
 
 typedef struct PerfRing {
@@ -218,10 +218,14 @@ struct WakeSource {
         struct wake_counters seen; /* counter sums at the previous read */
         EdgeSeen *edge_seen;       /* owned: kernel edges and their counts at the last read */
         size_t n_edge_seen, n_edge_seen_alloc;
-        U64Map *edge_seen_map; /* waker << 32 | wakee -> edge_seen index */
+        U64Map *edge_seen_map; /* edge_key_hash() -> edge_seen index */
         uint64_t n_reads;
         unsigned n_cpus;
-        uint64_t ns_per_tick; /* start_boottime ns -> clock ticks (TaskId.start_time) */
+        uint64_t ns_per_tick;         /* start_boottime ns -> clock ticks (TaskId.start_time) */
+        uint64_t ns_per_jiffy;        /* the kernel's tick; 0 = unknown */
+        struct wake_task_info *infos; /* owned: the task iterator's latest output */
+        size_t n_infos, infos_size;   /* records; bytes allocated */
+        U64Map *info_by_task;         /* task_struct address -> infos index */
 
         /* perf */
         PerfRing *rings;
@@ -245,14 +249,38 @@ static uint64_t clock_tick_ns(void) {
 
 /* ---- bpf ---------------------------------------------------------------- */
 
+/* The kernel's tick (TICK_NSEC): the resolution of the coarse clocks. */
+static uint64_t kernel_tick_ns(void) {
+        struct timespec res;
+        if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) < 0 || res.tv_sec != 0 || res.tv_nsec <= 0)
+                return 0;
+        return (uint64_t)res.tv_nsec;
+}
+
+#define EDGE_MAP_BUDGET (64ULL << 20) /* bytes of per-CPU edge counts, at most */
+
 static int bpf_source_open(WakeSource *s) {
         struct wake_bpf *skel = wake_bpf__open();
         int r;
         if (!skel)
                 return negative_errno();
-        skel->rodata->ignore_tgid = (uint32_t)MAX(s->opts.ignore_tgid, 0);
-        skel->rodata->sample_shift = MIN(s->opts.sample_shift, 16u);
+        skel->rodata->sample_shift =
+                s->opts.sample_shift == 0 ? WAKE_SAMPLE_SHIFT_DEFAULT
+                : s->opts.sample_shift < 0
+                        ? 0
+                        : MIN((unsigned)s->opts.sample_shift, WAKE_SAMPLE_SHIFT_MAX);
         skel->rodata->skip_kthreads = !s->opts.keep_kthreads;
+        r = libbpf_num_possible_cpus();
+        s->n_cpus = r > 0 ? (unsigned)r : 1;
+        /* Preallocated (an allocation on the hot path can fail in a burst of
+         * new edges): cap the per-CPU counts at EDGE_MAP_BUDGET bytes. */
+        r = bpf_map__set_max_entries(skel->maps.edges,
+                                     (uint32_t)MIN((uint64_t)WAKE_MAX_EDGES,
+                                                   EDGE_MAP_BUDGET / (8 * (uint64_t)s->n_cpus)));
+        if (r < 0) {
+                wake_bpf__destroy(skel);
+                return r;
+        }
         r = wake_bpf__load(skel);
         if (r == 0)
                 r = wake_bpf__attach(skel);
@@ -261,141 +289,229 @@ static int bpf_source_open(WakeSource *s) {
                 return r < 0 ? r : -EIO;
         }
         s->skel = skel;
-        if (u64map_new(&s->edge_seen_map) < 0)
+        if (u64map_new(&s->edge_seen_map) < 0 || u64map_new(&s->info_by_task) < 0)
                 return -ENOMEM;
-        r = libbpf_num_possible_cpus();
-        s->n_cpus = r > 0 ? (unsigned)r : 1;
         s->ns_per_tick = clock_tick_ns();
+        s->ns_per_jiffy = kernel_tick_ns();
         return 0;
 }
 
 static int bpf_read_counters(WakeSource *s, WakeBatch *b) {
         struct wake_counters per_cpu[s->n_cpus], sum = {};
         uint32_t zero = 0;
+        unsigned shift = s->skel->rodata->sample_shift;
         if (bpf_map__lookup_elem(s->skel->maps.counters, &zero, sizeof(zero), per_cpu,
                                  sizeof(per_cpu), 0) < 0)
                 return negative_errno();
         for (unsigned i = 0; i < s->n_cpus; i++) {
-                sum.events += per_cpu[i].events;
+                sum.sampled += per_cpu[i].sampled;
                 sum.skipped += per_cpu[i].skipped;
                 sum.lost += per_cpu[i].lost;
         }
-        b->n_skipped = sum.skipped - s->seen.skipped;
-        b->n_lost = sum.lost - s->seen.lost;
+        b->n_skipped = (sum.skipped - s->seen.skipped) << shift;
+        b->n_lost = (sum.lost - s->seen.lost) << shift;
         s->seen = sum;
         return 0;
 }
 
-/* Turns one drained edge into an edge record and the two task records. */
-static int bpf_take_edge(WakeSource *s, U64Map *task_slot, uint64_t *task_last_ns, WakeBatch *b,
-                         const struct wake_edge_key *k, const struct wake_edge_val *v) {
-        uint64_t count = v->count << s->skel->rodata->sample_shift;
-        const struct {
-                pid_t tid, tgid;
-                uint64_t start_ns;
-                const char *comm;
-        } ends[2] = {
-                { (pid_t)k->waker_tid, (pid_t)v->waker_tgid, v->waker_start_ns, v->waker_comm },
-                { (pid_t)k->wakee_tid, (pid_t)v->wakee_tgid, v->wakee_start_ns, v->wakee_comm },
-        };
-        int r;
+/* Runs the task iterator: every task's identity and kernel flip state, by address. */
+static int bpf_read_tasks(WakeSource *s) {
+        _cleanup_close_ int fd = bpf_iter_create(bpf_link__fd(s->skel->links.wake_task_iter));
+        size_t used = 0;
+        if (fd < 0)
+                return negative_errno();
+        for (;;) {
+                if (s->infos_size - used < 64 * sizeof(struct wake_task_info)) {
+                        size_t n = MAX(s->infos_size * 2, 1024 * sizeof(struct wake_task_info));
+                        void *p = realloc(s->infos, n);
+                        if (!p)
+                                return -ENOMEM;
+                        s->infos = p;
+                        s->infos_size = n;
+                }
+                ssize_t k = read(fd, (char *)s->infos + used, s->infos_size - used);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        break;
+                used += (size_t)k;
+        }
+        s->n_infos = used / sizeof(struct wake_task_info);
+        u64map_clear(s->info_by_task);
+        for (size_t i = 0; i < s->n_infos; i++)
+                if (u64map_put(s->info_by_task, s->infos[i].task, (uint32_t)i) < 0)
+                        return -ENOMEM;
+        return 0;
+}
 
+/* The iterator's record of the task at this address, or NULL (exited since). */
+static const struct wake_task_info *bpf_task_info(const WakeSource *s, uint64_t task) {
+        uint32_t i;
+        return u64map_get(s->info_by_task, task, &i) ? &s->infos[i] : NULL;
+}
+
+/*
+ * The kernel's flip state in wake_flips terms: wakee_flip_decay_ts moved from
+ * jiffies to CLOCK_MONOTONIC by the (jiffies, ktime) pair the iterator took.
+ * Without the kernel's tick length, no halving is assumed pending.
+ */
+static void bpf_flips_from_kernel(const WakeSource *s, const struct wake_task_info *in,
+                                  struct wake_flips *ret) {
+        uint64_t jiffies = s->skel->bss->clock_jiffies, mono_ns = s->skel->bss->clock_mono_ns;
+        uint64_t age = jiffies > in->decay_ts_jiffies ? jiffies - in->decay_ts_jiffies : 0;
+        uint64_t age_ns = s->ns_per_jiffy == 0                 ? 0
+                          : age > UINT64_MAX / s->ns_per_jiffy ? UINT64_MAX
+                                                               : age * s->ns_per_jiffy;
+        *ret = (struct wake_flips){
+                .decay_ts_ns = mono_ns > age_ns ? mono_ns - age_ns : 0,
+                .flips = in->flips,
+                .last_wakee = in->last_wakee,
+        };
+}
+
+/* Turns one edge's growth into an edge record and the two task records. */
+static int bpf_take_edge(WakeSource *s, U64Map *task_slot, WakeBatch *b,
+                         const struct wake_task_info *ends[2], uint64_t count) {
+        int r;
         for (int e = 0; e < 2; e++) {
+                const struct wake_task_info *info = ends[e];
                 uint32_t i;
-                if (!u64map_get(task_slot, (uint64_t)ends[e].tid, &i)) {
+                if (!u64map_get(task_slot, info->tid, &i)) {
                         WakeTaskRecord rec = {
-                                .id = { .tid = ends[e].tid,
-                                        .start_time = ends[e].start_ns / s->ns_per_tick },
-                                .tgid = ends[e].tgid,
+                                .id = { .tid = (pid_t)info->tid,
+                                        .start_time = info->start_ns / s->ns_per_tick },
+                                .tgid = (pid_t)info->tgid,
+                                .has_flips = true,
                         };
-                        memcpy(rec.comm, ends[e].comm, WAKE_COMM_LEN);
+                        memcpy(rec.comm, info->comm, WAKE_COMM_LEN);
                         rec.comm[WAKE_COMM_LEN - 1] = 0;
+                        bpf_flips_from_kernel(s, info, &rec.flips);
                         i = (uint32_t)b->n_tasks;
                         r = wake_batch_add_task(b, &rec);
                         if (r < 0)
                                 return r;
-                        r = u64map_put(task_slot, (uint64_t)ends[e].tid, i);
+                        r = u64map_put(task_slot, info->tid, i);
                         if (r < 0)
                                 return r;
-                        task_last_ns[i] = 0;
                 }
-                if (e == 0) {
-                        WakeTaskRecord *t = &b->tasks[i];
-                        t->wakeups += count;
-                        if (v->last_ns >= task_last_ns[i]) {
-                                t->flips = v->flips;
-                                t->has_flips = true;
-                                task_last_ns[i] = v->last_ns;
-                        }
-                }
+                if (e == 0)
+                        b->tasks[i].wakeups += count;
         }
         b->n_events += count;
-        return wake_batch_add_edge(b, ends[0].tid, ends[1].tid, count);
+        return wake_batch_add_edge(b, (pid_t)ends[0]->tid, (pid_t)ends[1]->tid, count);
 }
 
 #define BPF_READ_CHUNK 1024
 #define BPF_IDLE_READS 5 /* delete an edge from the kernel map after this many idle reads */
 
-/* The growth of one edge since the previous read; 0 when idle. */
-static int bpf_edge_delta(WakeSource *s, const struct wake_edge_key *k,
-                          const struct wake_edge_val *v, uint64_t *ret) {
-        uint64_t key = (uint64_t)k->waker_tid << 32 | k->wakee_tid;
+static uint64_t edge_key_hash(const struct wake_edge_key *k) {
+        return k->waker_task * 0x9e3779b97f4a7c15ULL ^ (k->wakee_task >> 6);
+}
+
+static bool edge_key_equal(const struct wake_edge_key *a, const struct wake_edge_key *b) {
+        return a->waker_task == b->waker_task && a->wakee_task == b->wakee_task;
+}
+
+/* The EdgeSeen slot of key k: its index, or where to put it (hash collisions probe on). */
+static bool edge_seen_find(const WakeSource *s, const struct wake_edge_key *k, uint64_t *ret_h,
+                           uint32_t *ret_i) {
+        uint64_t h = edge_key_hash(k);
+        uint32_t i;
+        while (u64map_get(s->edge_seen_map, h, &i)) {
+                if (edge_key_equal(&s->edge_seen[i].key, k)) {
+                        *ret_h = h;
+                        *ret_i = i;
+                        return true;
+                }
+                h++;
+        }
+        *ret_h = h;
+        return false;
+}
+
+/*
+ * The growth of one edge (count summed over the CPUs) since the previous
+ * read; 0 when idle. When another task now lives at one of the addresses
+ * (the old one exited, its task_struct was reused), the growth is all the
+ * count: the new task's, or at worst the old one's last tick of wakeups.
+ */
+static int bpf_edge_delta(WakeSource *s, const struct wake_edge_key *k, uint64_t count,
+                          const struct wake_task_info *ends[2], uint64_t *ret) {
+        uint64_t h, waker_start = ends[0] ? ends[0]->start_ns : 0,
+                    wakee_start = ends[1] ? ends[1]->start_ns : 0;
         uint32_t i;
         int r;
 
-        if (!u64map_get(s->edge_seen_map, key, &i)) {
+        if (!edge_seen_find(s, k, &h, &i)) {
                 r = batch_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc, s->n_edge_seen + 1,
                                sizeof(EdgeSeen));
                 if (r < 0)
                         return r;
-                r = u64map_put(s->edge_seen_map, key, (uint32_t)s->n_edge_seen);
+                r = u64map_put(s->edge_seen_map, h, (uint32_t)s->n_edge_seen);
                 if (r < 0)
                         return r;
                 i = (uint32_t)s->n_edge_seen++;
                 s->edge_seen[i] = (EdgeSeen){ .key = *k };
         }
         EdgeSeen *e = &s->edge_seen[i];
-        bool restarted = e->waker_start_ns != v->waker_start_ns ||
-                         e->wakee_start_ns != v->wakee_start_ns || v->count < e->count;
-        *ret = restarted ? v->count : v->count - e->count;
-        e->count = v->count;
-        e->waker_start_ns = v->waker_start_ns;
-        e->wakee_start_ns = v->wakee_start_ns;
+        bool same = e->waker_start_ns == waker_start && e->wakee_start_ns == wakee_start;
+        *ret = same && count >= e->count ? count - e->count : count;
+        e->count = count;
+        e->waker_start_ns = waker_start;
+        e->wakee_start_ns = wakee_start;
         if (*ret > 0)
                 e->read_no = s->n_reads;
         return 0;
 }
 
-/* Deletes edges that did not grow for BPF_IDLE_READS reads, here and in the kernel. */
-static void bpf_prune_edges(WakeSource *s) {
+/*
+ * Deletes edges that did not grow for BPF_IDLE_READS reads, here and in the
+ * kernel. The index is rebuilt, as removing one key could break the probe
+ * chain of a colliding one.
+ */
+static int bpf_prune_edges(WakeSource *s) {
         int fd = bpf_map__fd(s->skel->maps.edges);
-        for (size_t i = s->n_edge_seen; i-- > 0;) {
+        size_t kept = 0;
+        bool pruned = false;
+        for (size_t i = 0; i < s->n_edge_seen; i++) {
                 EdgeSeen *e = &s->edge_seen[i];
-                if (e->read_no + BPF_IDLE_READS > s->n_reads)
+                if (e->read_no + BPF_IDLE_READS > s->n_reads) {
+                        s->edge_seen[kept++] = *e;
                         continue;
-                (void)bpf_map_delete_elem(fd, &e->key);
-                u64map_remove(s->edge_seen_map,
-                              (uint64_t)e->key.waker_tid << 32 | e->key.wakee_tid);
-                if (i != --s->n_edge_seen) {
-                        *e = s->edge_seen[s->n_edge_seen];
-                        (void)u64map_put(s->edge_seen_map,
-                                         (uint64_t)e->key.waker_tid << 32 | e->key.wakee_tid,
-                                         (uint32_t)i);
                 }
+                (void)bpf_map_delete_elem(fd, &e->key);
+                pruned = true;
         }
+        s->n_edge_seen = kept;
+        if (!pruned)
+                return 0;
+        u64map_clear(s->edge_seen_map);
+        for (size_t i = 0; i < kept; i++) {
+                uint64_t h;
+                uint32_t j;
+                (void)edge_seen_find(s, &s->edge_seen[i].key, &h, &j);
+                if (u64map_put(s->edge_seen_map, h, (uint32_t)i) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 static int bpf_source_read(WakeSource *s, WakeBatch *b) {
         _cleanup_(u64map_freep) U64Map *task_slot = NULL;
+        size_t n_vals = (size_t)BPF_READ_CHUNK * s->n_cpus;
         _cleanup_free_ struct wake_edge_key *keys = malloc(BPF_READ_CHUNK * sizeof(*keys));
-        _cleanup_free_ struct wake_edge_val *vals = malloc(BPF_READ_CHUNK * sizeof(*vals));
-        _cleanup_free_ uint64_t *task_last_ns = NULL; /* per batch task: last_ns of its flips */
-        size_t last_alloc = 0;
+        _cleanup_free_ uint64_t *vals = malloc(n_vals * sizeof(*vals)); /* per CPU */
         int fd = bpf_map__fd(s->skel->maps.edges), r;
+        uint64_t skipped = 0; /* wakeups on edges not attributed */
 
         if (!keys || !vals || u64map_new(&task_slot) < 0)
                 return -ENOMEM;
         s->n_reads++;
+        r = bpf_read_tasks(s);
+        if (r < 0)
+                return r;
 
         uint32_t token = 0;
         bool first = true, done = false;
@@ -407,25 +523,37 @@ static int bpf_source_read(WakeSource *s, WakeBatch *b) {
                         return r;
                 done = r == -ENOENT;
                 first = false;
-                if (batch_grow((void **)&task_last_ns, &last_alloc, b->n_tasks + 2 * count,
-                               sizeof(uint64_t)) < 0)
-                        return -ENOMEM;
                 for (uint32_t i = 0; i < count; i++) {
-                        uint64_t delta;
-                        r = bpf_edge_delta(s, &keys[i], &vals[i], &delta);
+                        const struct wake_task_info *ends[2] = {
+                                bpf_task_info(s, keys[i].waker_task),
+                                bpf_task_info(s, keys[i].wakee_task),
+                        };
+                        uint64_t sum = 0, delta;
+                        for (unsigned c = 0; c < s->n_cpus; c++)
+                                sum += vals[(size_t)i * s->n_cpus + c];
+                        r = bpf_edge_delta(s, &keys[i], sum, ends, &delta);
                         if (r < 0)
                                 return r;
+                        delta <<= s->skel->rodata->sample_shift;
                         if (delta == 0)
                                 continue;
-                        struct wake_edge_val v = vals[i];
-                        v.count = delta;
-                        r = bpf_take_edge(s, task_slot, task_last_ns, b, &keys[i], &v);
+                        /* A task that exited before the read, or placed itself. */
+                        if (!ends[0] || !ends[1] ||
+                            (s->opts.ignore_tgid && (pid_t)ends[0]->tgid == s->opts.ignore_tgid)) {
+                                skipped += delta;
+                                continue;
+                        }
+                        r = bpf_take_edge(s, task_slot, b, ends, delta);
                         if (r < 0)
                                 return r;
                 }
         }
-        bpf_prune_edges(s);
-        return bpf_read_counters(s, b);
+        r = bpf_prune_edges(s);
+        if (r < 0)
+                return r;
+        r = bpf_read_counters(s, b);
+        b->n_skipped += skipped;
+        return r;
 }
 
 /* ---- perf ----------------------------------------------------------------- */
@@ -670,11 +798,23 @@ static int source_open_kind(WakeSourceKind kind, const WakeSourceOptions *opts, 
         return 0;
 }
 
+/* How much of the wakeups the source sees, for the reason: "" when all. */
+static void sampling_note(const WakeSource *s, char *buf, size_t size) {
+        unsigned long every = s->skel      ? 1UL << s->skel->rodata->sample_shift
+                              : s->n_rings ? (unsigned long)s->period
+                                           : 1;
+        if (every > 1)
+                snprintf(buf, size, ", sampling 1 in %lu wakeups (counts scaled by %lu)", every,
+                         every);
+        else
+                buf[0] = 0;
+}
+
 int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSource **ret,
                      char **ret_reason) {
         WakeSourceOptions none = {};
         WakeSource *s = NULL;
-        char *reason = NULL;
+        char *reason = NULL, note[96];
         int r;
 
         if (!opts)
@@ -683,21 +823,24 @@ int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSou
                 r = source_open_kind(kind, opts, &s);
                 if (r < 0)
                         return r;
+                sampling_note(s, note, sizeof(note));
                 if (ret_reason &&
-                    asprintf(&reason, "%s sampler requested", wake_source_name(s)) < 0)
+                    asprintf(&reason, "%s sampler requested%s", wake_source_name(s), note) < 0)
                         reason = NULL;
         } else {
                 int rb = source_open_kind(WAKE_SOURCE_BPF, opts, &s);
                 if (rb >= 0) {
-                        if (ret_reason && asprintf(&reason, "BPF sampler loaded") < 0)
+                        sampling_note(s, note, sizeof(note));
+                        if (ret_reason && asprintf(&reason, "BPF sampler loaded%s", note) < 0)
                                 reason = NULL;
                 } else {
                         r = source_open_kind(WAKE_SOURCE_PERF, opts, &s);
                         if (r < 0)
                                 return r;
+                        sampling_note(s, note, sizeof(note));
                         if (ret_reason &&
-                            asprintf(&reason, "BPF sampler failed to load (%s), using perf",
-                                     strerror(-rb)) < 0)
+                            asprintf(&reason, "BPF sampler failed to load (%s), using perf%s",
+                                     strerror(-rb), note) < 0)
                                 reason = NULL;
                 }
         }
@@ -723,6 +866,8 @@ WakeSource *wake_source_free(WakeSource *s) {
         agg_done(&s->agg);
         free(s->edge_seen);
         u64map_free(s->edge_seen_map);
+        free(s->infos);
+        u64map_free(s->info_by_task);
         free(s);
         return NULL;
 }

@@ -3,8 +3,10 @@
  * Wake sources: where the wake graph's input comes from. Three kinds, one
  * interface:
  *
- *  - "bpf": wake.bpf.c on tp_btf/sched_waking; flips and edges aggregated in
- *    the kernel, drained once per read;
+ *  - "bpf": wake.bpf.c on tp_btf/sched_waking; edges counted in the kernel
+ *    (optionally 1 in 2^sample_shift wakeups, counts scaled back), read once
+ *    per read, and the kernel's own wakee_flips read from each task by a BPF
+ *    task iterator at the same time;
  *  - "perf": perf_event_open() on the sched:sched_waking tracepoint, one ring
  *    buffer per CPU, one sample per sample_period wakeups (counts scaled);
  *  - "replay": a recorded event file, for tests without root.
@@ -29,10 +31,24 @@
 
 typedef struct WakeSource WakeSource;
 
+#define WAKE_SAMPLE_SHIFT_MAX 16u
+/*
+ * Default BPF sampling: every wakeup. Measured on the 2-CPU development VM:
+ * the program's floor (trampoline, statistics, per-CPU countdown) is 60-80 ns
+ * a call and a counted wakeup 300-500 ns under hackbench (cache misses on the
+ * edge map), so 1 in 8 (shift 3) would bring the mean to 130-220 ns; but the
+ * model then sees single sampled wakeups as edges of weight 8, and merges the
+ * two meshes of hackbench -g 2 and grows a fanout by stray tasks
+ * (tests/test-wake-source-live.c fails), so sampling stays opt-in.
+ */
+#define WAKE_SAMPLE_SHIFT_DEFAULT 0
+
 typedef struct WakeSourceOptions {
         pid_t ignore_tgid;       /* wakeups by this process are not attributed (placed); 0 = none */
         unsigned sample_period;  /* perf: one sample per N wakeups (0 = 1) */
-        unsigned sample_shift;   /* bpf: count 1 in 2^N edges, scaled back (0 = all) */
+        int sample_shift;        /* bpf: count 1 in 2^N wakeups, scaled back; 0 = the default
+                                    WAKE_SAMPLE_SHIFT_DEFAULT, negative = every wakeup;
+                                    at most WAKE_SAMPLE_SHIFT_MAX */
         bool keep_kthreads;      /* attribute wakeups to and from kernel threads too */
         const char *replay_path; /* replay: the event file */
         const char *tracefs;     /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
@@ -60,7 +76,9 @@ int wake_source_fd(const WakeSource *s);
 
 /*
  * wake_source_read() - everything seen since the previous read (replay: up to
- * now_ns). *ret is reset first and reused.
+ * now_ns). *ret is reset first and reused. bpf: wakeups by or of tasks that
+ * exited before the read are counted in n_skipped, not as edges; the task
+ * records carry the kernel's wakee_flips as of the read.
  *
  * Return: 0, or negative errno (ret holds what was read before the error).
  */

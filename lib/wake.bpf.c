@@ -1,22 +1,41 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
- * The BPF wake sampler: on every sched_waking (fired in the waker's context)
- * it keeps the waker's wakee_flips with the kernel's record_wakee() semantics
- * in task-local storage and counts the waker->wakee edge in a hash map that
- * userspace drains once per tick.
+ * The BPF wake sampler. Two programs:
  *
- * Why it is shaped like this, for the hot path:
- *  - flips live in task-local storage: no shared map slot, no lock;
- *  - an edge is only ever written by its waker, and a task runs on one CPU at
- *    a time, so the edge value is updated with plain stores after a lock-free
- *    lookup; the bucket lock is taken only when an edge is first seen;
- *  - edge counts only grow: userspace reads them without deleting and takes
- *    differences, and deletes only edges idle for several reads, so a busy
- *    edge is inserted once, not once per tick (inserting is what costs);
- *  - a reused TID is told by the start times: the edge is restarted;
+ *  - wake_sched_waking on tp_btf/sched_waking (fired in the waker's context)
+ *    counts the waker->wakee edge in a per-CPU hash that userspace reads once
+ *    per tick; it is on the hot path of every wakeup in the system;
+ *  - wake_task_iter, a task iterator userspace runs once per read, copies each
+ *    task's identity and the kernel's own wakee_flips, wakee_flip_decay_ts and
+ *    last_wakee out of task_struct.
+ *
+ * Why it is shaped like this ("dirt cheap" on the hot path):
+ *  - no flip counting here: record_wakee() in kernel/sched/fair.c already
+ *    keeps wakee_flips in task_struct at every wakeup, so the iterator reads
+ *    it once per tick instead of the hot path recomputing it per wakeup. Read
+ *    at sched_waking it would lag one wakeup: try_to_wake_up() fires
+ *    trace_sched_waking() before select_task_rq(), whose
+ *    select_task_rq_fair() calls record_wakee(); read by the iterator after
+ *    the fact, it includes every wakeup up to the read. It is the kernel's
+ *    value, with the kernel's blind spots: record_wakee() runs only when the
+ *    wakee may run on more than one CPU and is not already queued;
+ *  - no clock: nothing on the hot path needs a time (the iterator reports
+ *    jiffies and CLOCK_MONOTONIC together, for the conversion);
+ *  - the hot path reads only the first cache line of each task_struct
+ *    (flags, stack), which try_to_wake_up() keeps hot anyway: the edge key is
+ *    the two task_struct addresses, which the iterator maps to tasks. Edges
+ *    of a task that exits before the read are not attributed (skipped);
+ *  - the edge map is per-CPU: a lookup is lock-free, the count is a plain
+ *    increment of this CPU's copy, no cache line moves between CPUs; the
+ *    bucket lock is taken only when an edge is first seen, and edge counts
+ *    only grow, so a busy edge is inserted once, not once per tick;
+ *  - sample_shift > 0 counts 1 in 2^sample_shift calls on average, decided
+ *    by a per-CPU countdown before any other work (a random number only per
+ *    sampled call); userspace scales the counts back;
  *  - wakeups from interrupt context (hardirq, serving softirq, NMI), from the
  *    idle task and (by default) to or from kernel threads are counted as
- *    skipped, not attributed.
+ *    skipped, not attributed; placed's own (ignore_tgid) are dropped by
+ *    userspace, which knows the waker's tgid from the iterator.
  *
  * No vmlinux.h: the few kernel types used are declared here and relocated
  * with CO-RE against the running kernel's BTF.
@@ -35,14 +54,10 @@ typedef __u32 __wsum;
 typedef int pid_t;
 
 enum {
-        BPF_MAP_TYPE_HASH = 1,
+        BPF_MAP_TYPE_PERCPU_HASH = 5,
         BPF_MAP_TYPE_PERCPU_ARRAY = 6,
-        BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
-#define BPF_NOEXIST                    1
-#define BPF_EXIST                      2
-#define BPF_F_NO_PREALLOC              (1U << 0)
-#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
+#define BPF_NOEXIST 1
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -50,7 +65,9 @@ enum {
 
 #include "wake.h"
 
+#define PF_IDLE    0x00000002
 #define PF_KTHREAD 0x00200000
+#define EEXIST     17
 
 struct task_struct {
         unsigned int flags;
@@ -59,27 +76,38 @@ struct task_struct {
         __u64 start_boottime;
         char comm[16];
         void *stack;
+        unsigned int wakee_flips;
+        unsigned long wakee_flip_decay_ts;
+        struct task_struct *last_wakee;
+} __attribute__((preserve_access_index));
+
+struct seq_file;
+struct bpf_iter_meta {
+        struct seq_file *seq;
+        __u64 session_id;
+        __u64 seq_num;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+        struct bpf_iter_meta *meta;
+        struct task_struct *task;
 } __attribute__((preserve_access_index));
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-const volatile __u32 ignore_tgid = 0;  /* placed itself */
-const volatile __u32 sample_shift = 0; /* count 1 in 2^sample_shift edges (flips: all) */
+const volatile __u32 sample_shift = 0; /* count 1 in 2^sample_shift calls */
 const volatile __u8 skip_kthreads = 1;
 const volatile __u64 thread_size = 16384; /* THREAD_SIZE: the task's kernel stack */
 
-struct {
-        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __type(key, int);
-        __type(value, struct wake_flips);
-} flips SEC(".maps");
+/* Set by the iterator, read by userspace after it: jiffies -> CLOCK_MONOTONIC. */
+__u64 clock_jiffies;
+__u64 clock_mono_ns;
 
 struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
         __uint(max_entries, WAKE_MAX_EDGES);
         __type(key, struct wake_edge_key);
-        __type(value, struct wake_edge_val);
+        __type(value, __u64);
 } edges SEC(".maps");
 
 struct {
@@ -88,46 +116,6 @@ struct {
         __type(key, __u32);
         __type(value, struct wake_counters);
 } counters SEC(".maps");
-
-/* Room for a new edge value: a 100-byte stack frame would make the kernel
- * give the program a private stack (6.13+), which on_irq_stack() cannot use. */
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct wake_edge_val);
-} scratch SEC(".maps");
-
-static __always_inline void record_edge(void *map, struct task_struct *waker,
-                                        struct task_struct *wakee, const struct wake_flips *f,
-                                        __u64 now, struct wake_counters *c) {
-        struct wake_edge_key key = { .waker_tid = waker->pid, .wakee_tid = wakee->pid };
-        struct wake_edge_val *v = bpf_map_lookup_elem(map, &key);
-
-        if (v && v->waker_start_ns == waker->start_boottime &&
-            v->wakee_start_ns == wakee->start_boottime) {
-                v->count++;
-                v->last_ns = now;
-                v->flips = *f;
-                return;
-        }
-
-        __u32 zero = 0;
-        struct wake_edge_val *nv = bpf_map_lookup_elem(&scratch, &zero);
-        if (!nv)
-                return;
-        nv->count = 1;
-        nv->last_ns = now;
-        nv->waker_start_ns = waker->start_boottime;
-        nv->wakee_start_ns = wakee->start_boottime;
-        nv->flips = *f;
-        nv->waker_tgid = waker->tgid;
-        nv->wakee_tgid = wakee->tgid;
-        bpf_probe_read_kernel_str(nv->waker_comm, sizeof(nv->waker_comm), waker->comm);
-        bpf_probe_read_kernel_str(nv->wakee_comm, sizeof(nv->wakee_comm), wakee->comm);
-        if (bpf_map_update_elem(map, &key, nv, v ? BPF_EXIST : BPF_NOEXIST) < 0)
-                c->lost++;
-}
 
 /*
  * Interrupt context without preempt_count (__preempt_count is a per-CPU
@@ -147,30 +135,74 @@ static __always_inline int on_irq_stack(struct task_struct *cur) {
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(wake_sched_waking, struct task_struct *p) {
-        struct task_struct *cur = bpf_get_current_task_btf();
         __u32 zero = 0;
         struct wake_counters *c = bpf_map_lookup_elem(&counters, &zero);
         if (!c)
                 return 0;
+        if (sample_shift) {
+                /* 1 in 2^sample_shift on average, at random gaps of 1 to
+                 * 2^(sample_shift+1) - 1 calls: a fixed stride would alias
+                 * with lockstep wakeups (a pair alternating on one CPU). */
+                if (c->countdown > 1) {
+                        c->countdown--;
+                        return 0;
+                }
+                c->countdown = bpf_get_prandom_u32() % ((2U << sample_shift) - 1) + 1;
+        }
+        c->sampled++;
 
-        if (on_irq_stack(cur) || cur->pid == 0 || cur->pid == p->pid ||
-            (skip_kthreads && ((cur->flags | p->flags) & PF_KTHREAD)) ||
-            (ignore_tgid && (__u32)cur->tgid == ignore_tgid)) {
+        /* Only the first cache line of each task_struct (flags, stack), which
+         * try_to_wake_up() and the scheduler keep hot anyway. */
+        struct task_struct *cur = bpf_get_current_task_btf();
+        unsigned int cur_flags = cur->flags;
+        if (on_irq_stack(cur) || cur == p || (cur_flags & PF_IDLE) ||
+            (skip_kthreads && ((cur_flags | p->flags) & PF_KTHREAD))) {
                 c->skipped++;
                 return 0;
         }
 
-        struct wake_flips *f = bpf_task_storage_get(&flips, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-        if (!f) {
-                c->lost++;
+        struct wake_edge_key key = {
+                .waker_task = (__u64)(unsigned long)cur,
+                .wakee_task = (__u64)(unsigned long)p,
+        };
+        __u64 *n = bpf_map_lookup_elem(&edges, &key);
+        if (n) {
+                (*n)++;
                 return 0;
         }
-        __u64 now = bpf_ktime_get_ns();
-        wake_flips_record(f, p->pid, now);
-        c->events++;
+        __u64 one = 1;
+        long r = bpf_map_update_elem(&edges, &key, &one, BPF_NOEXIST);
+        if (r == -EEXIST && (n = bpf_map_lookup_elem(&edges, &key)))
+                (*n)++; /* another CPU inserted it first */
+        else if (r < 0)
+                c->lost++;
+        return 0;
+}
 
-        if (sample_shift && (bpf_get_prandom_u32() & ((1U << sample_shift) - 1)))
+SEC("iter/task")
+int wake_task_iter(struct bpf_iter__task *ctx) {
+        struct task_struct *t = ctx->task;
+        if (!t)
                 return 0;
-        record_edge(&edges, cur, p, f, now, c);
+        if (ctx->meta->seq_num == 0) {
+                clock_jiffies = bpf_jiffies64();
+                clock_mono_ns = bpf_ktime_get_ns();
+        }
+        if (skip_kthreads && (t->flags & PF_KTHREAD))
+                return 0;
+
+        struct wake_task_info r = {
+                .task = (__u64)(unsigned long)t,
+                .start_ns = t->start_boottime,
+                .decay_ts_jiffies = t->wakee_flip_decay_ts,
+                .tid = t->pid,
+                .tgid = t->tgid,
+                .flips = t->wakee_flips,
+        };
+        struct task_struct *last = t->last_wakee;
+        if (last)
+                r.last_wakee = BPF_CORE_READ(last, pid);
+        bpf_probe_read_kernel(r.comm, sizeof(r.comm), t->comm);
+        bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
         return 0;
 }

@@ -20,7 +20,7 @@
 
 #define WAKE_COMM_LEN      16
 #define WAKE_FLIP_DECAY_NS 1000000000ULL /* the kernel halves wakee_flips after HZ jiffies */
-#define WAKE_MAX_EDGES     65536 /* per BPF edge map (two of them); more in a tick are lost */
+#define WAKE_MAX_EDGES     65536         /* in the BPF edge map; new edges beyond are lost */
 
 /*
  * The kernel's per-task wakee_flips state (struct task_struct: wakee_flips,
@@ -58,33 +58,42 @@ static inline __u32 wake_flips_peek(const struct wake_flips *f, __u64 now_ns) {
         return now_ns > f->decay_ts_ns + WAKE_FLIP_DECAY_NS ? f->flips >> 1 : f->flips;
 }
 
-/* Key of the BPF edge maps: one waker -> wakee relation. */
+/*
+ * Key of the BPF edge map: one waker -> wakee relation, by the addresses of
+ * the two task_structs (in registers at the tracepoint: no cache line of the
+ * wakee is touched to build it). The task iterator maps an address to its
+ * task. The value is a per-CPU __u64 count of the (sampled) wakeups.
+ */
 struct wake_edge_key {
-        __u32 waker_tid;
-        __u32 wakee_tid;
+        __u64 waker_task;
+        __u64 wakee_task;
 };
 
 /*
- * Value of the BPF edge maps. Only the waker writes its own edges, and a task
- * runs on one CPU at a time, so plain increments do not race.
+ * One record of the BPF task iterator, run by userspace once per read: a
+ * task's identity and the kernel's own wakee_flips state, as record_wakee()
+ * left it (the state wake_wide() will start from at the task's next wakeup).
  */
-struct wake_edge_val {
-        __u64 count;             /* wakeups seen on this edge (sampled ones, see sample_shift) */
-        __u64 last_ns;           /* bpf_ktime_get_ns() of the latest one */
-        __u64 waker_start_ns;    /* task_struct.start_boottime of the waker */
-        __u64 wakee_start_ns;    /* task_struct.start_boottime of the wakee */
-        struct wake_flips flips; /* the waker's flip state after the latest wakeup */
-        __u32 waker_tgid;
-        __u32 wakee_tgid;
-        char waker_comm[WAKE_COMM_LEN];
-        char wakee_comm[WAKE_COMM_LEN];
+struct wake_task_info {
+        __u64 task;             /* the task_struct's address, as in wake_edge_key */
+        __u64 start_ns;         /* task_struct.start_boottime */
+        __u64 decay_ts_jiffies; /* task_struct.wakee_flip_decay_ts */
+        __u32 tid;
+        __u32 tgid;
+        __u32 flips;      /* task_struct.wakee_flips */
+        __u32 last_wakee; /* TID of task_struct.last_wakee; 0 = none */
+        char comm[WAKE_COMM_LEN];
 };
 
-/* Per-CPU counters of the BPF program (summed by userspace). */
+/*
+ * Per-CPU counters of the BPF program (summed by userspace), in sampled
+ * wakeups: userspace scales them by 2^sample_shift.
+ */
 struct wake_counters {
-        __u64 events;  /* wakeups attributed (flips recorded) */
-        __u64 skipped; /* interrupt context, idle task, kernel threads, self, ignored tgid */
-        __u64 lost;    /* no task storage, or an edge map full */
+        __u64 countdown; /* calls to skip before the next sampled one */
+        __u64 sampled;   /* sampled calls */
+        __u64 skipped;   /* interrupt context, idle task, kernel threads, self */
+        __u64 lost;      /* the edge map full */
 };
 
 #ifndef __bpf__

@@ -145,7 +145,9 @@ static const Group *group_with(const Observer *o, pid_t tid) {
 static void check_pipe_pair(WakeSourceKind kind) {
         Observer o;
         observer_open(&o, kind, 2);
-        char *argv[] = { "perf", "bench", "sched", "pipe", "-l", "20000", NULL };
+        /* Long enough to outlive the reads (reaped after): the BPF source
+         * reports the tasks alive at the read. */
+        char *argv[] = { "perf", "bench", "sched", "pipe", "-l", "5000000", NULL };
         pid_t pid = spawn(argv);
         bool found = false;
         for (int i = 0; i < 2 && !found; i++) {
