@@ -233,11 +233,13 @@ int manager_start(Manager *m) {
         return 0;
 }
 
+static int manager_undo(Manager *m);
+
 int manager_run(Manager *m) {
         int r = loop_run(m->loop);
         sd_notify(0, "STOPPING=1");
         if (m->mode == MANAGER_ENFORCE)
-                (void)manager_restore(m);
+                (void)manager_undo(m);
         return r;
 }
 
@@ -373,7 +375,8 @@ int manager_release_owner(Manager *m, const char *owner) {
         return n;
 }
 
-int manager_restore(Manager *m) {
+/* Puts back every value placed changed (the journal), as at a clean stop. */
+static int manager_undo(Manager *m) {
         JournalRestoreStats stats = { 0 };
         if (m->pipeline)
                 pipeline_forget_applied(m->pipeline);
@@ -384,7 +387,11 @@ int manager_restore(Manager *m) {
         else if (stats.restored + stats.skipped + stats.gone > 0)
                 log_info("Restored %u values (%u changed by others since, left alone; %u gone).",
                          stats.restored, stats.skipped, stats.gone);
+        return r;
+}
 
+int manager_restore(Manager *m) {
+        int r = manager_undo(m);
         if (m->mode != MANAGER_ADVISE) {
                 m->mode = MANAGER_ADVISE;
                 log_notice("Switched to advise mode: changes are computed and published, not "

@@ -80,6 +80,7 @@ struct Pipeline {
         Manager *manager;   /* the owner, for the proc connector's callback */
         ProcEvents *procev; /* NULL: exits are noticed on the tick only */
         uint64_t n_adopted; /* children that inherited a mask placed set */
+        U64Map *last_cpu;   /* tid -> the CPU it was on at this tick's sample */
 };
 
 static int pipeline_open_actuators(Pipeline *p, Manager *m) {
@@ -236,6 +237,8 @@ int pipeline_new(Manager *m, Pipeline **ret) {
 
         r = wake_graph_new(NULL, &p->graph);
         if (r >= 0)
+                r = u64map_new(&p->last_cpu);
+        if (r >= 0)
                 r = cpustat_new(m->opts.procfs_root, &p->cpustat);
         if (r < 0) {
                 pipeline_free(p);
@@ -279,6 +282,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         free(p->loads);
         free(p->managed);
         free(p->managed_tgids);
+        u64map_free(p->last_cpu);
         free(p);
         return NULL;
 }
@@ -289,9 +293,12 @@ static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
 
         if (wake_graph_get_tasks(p->graph, &ids, &n) < 0)
                 return;
+        u64map_clear(p->last_cpu);
         for (size_t i = 0; i < n; i++) {
+                WakeGraphTask t;
                 TaskStats ts;
-                int r = task_stats_read(m->opts.procfs_root, 0, ids[i].tid, &ts);
+                pid_t tgid = wake_graph_get_task(p->graph, ids[i].tid, 0, &t) > 0 ? t.tgid : 0;
+                int r = task_stats_read(m->opts.procfs_root, tgid, ids[i].tid, &ts);
                 if (r < 0) {
                         /* Gone (or unreadable): forget it now rather than in ten seconds. */
                         wake_graph_task_exit(p->graph, ids[i].tid);
@@ -299,6 +306,8 @@ static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
                 }
                 (void)wake_graph_task_stats(p->graph, ids[i].tid, ts.id.start_time, ts.run_ns,
                                             ts.run_delay_ns, ts.timeslices);
+                if (ts.processor >= 0)
+                        (void)u64map_put(p->last_cpu, (uint64_t)ids[i].tid, (uint32_t)ts.processor);
         }
 }
 
@@ -338,20 +347,19 @@ static void pipeline_sample(Pipeline *p, Manager *m, uint64_t now_ns) {
 }
 
 /* Where each group's tasks may run now, and where they ran during the tick. */
-static void pipeline_fill_group_cpus(Manager *m, Group *g) {
+static void pipeline_fill_group_cpus(const Pipeline *p, Group *g) {
         cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
         size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
 
         cpuset_zero(&g->cpus);
         cpuset_zero(&g->ran_on);
         for (unsigned i = 0; set && i < g->n_tasks; i++) {
-                TaskStats ts;
-                if (task_stats_read(m->opts.procfs_root, 0, g->tasks[i].tid, &ts) >= 0 &&
-                    ts.processor >= 0)
-                        cpuset_set(&g->ran_on, ts.processor);
+                uint32_t last;
+                if (u64map_get(p->last_cpu, (uint64_t)g->tasks[i].tid, &last))
+                        cpuset_set(&g->ran_on, (int)last); /* as sampled this tick */
                 if (sched_getaffinity(g->tasks[i].tid, size, set) < 0)
                         continue;
-                for (int cpu = 0; cpu < CPUSET_MAX_CPUS; cpu++)
+                for (int cpu = 0; cpu < (int)p->manager->topo->n_cpus; cpu++)
                         if (CPU_ISSET_S(cpu, size, set))
                                 cpuset_set(&g->cpus, cpu);
         }
@@ -365,7 +373,7 @@ static int pipeline_model(Pipeline *p, Manager *m, uint64_t now_ns, Group **ret,
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < n; i++)
-                pipeline_fill_group_cpus(m, &groups[i]);
+                pipeline_fill_group_cpus(p, &groups[i]);
         *ret = groups;
         *ret_n = n;
         return 0;

@@ -6,12 +6,14 @@
  * parentheses.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "task-stats.h"
@@ -27,15 +29,15 @@ static int read_task_file(const char *root, pid_t tgid, pid_t tid, const char *n
         if (asprintf(&path, "%s/%d/task/%d/%s", root, (int)(tgid > 0 ? tgid : tid), (int)tid,
                      name) < 0)
                 return -ENOMEM;
-        FILE *f = fopen(path, "re");
-        if (!f)
+        /* Every tick, for every task in the model: no stdio buffer, one read. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return negative_errno();
-        size_t n = fread(buf, 1, size - 1, f);
-        int r = ferror(f) ? -EIO : (int)n;
-        fclose(f);
-        if (r >= 0)
-                buf[n] = 0;
-        return r;
+        ssize_t n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = 0;
+        return (int)n;
 }
 
 static int parse_stat(const char *buf, TaskStats *s) {
@@ -90,13 +92,17 @@ int task_stats_read(const char *procfs_root, pid_t tgid, pid_t tid, TaskStats *r
                    &s.timeslices) != 3)
                 return -EINVAL;
 
-        r = read_task_file(procfs_root, tgid, tid, "status", buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        const char *t = strstr(buf, "\nTgid:");
-        if (!t)
-                return -EINVAL;
-        s.tgid = (pid_t)strtol(t + 6, NULL, 10);
+        if (tgid > 0)
+                s.tgid = tgid; /* the path /proc/TGID/task/TID proved it */
+        else {
+                r = read_task_file(procfs_root, tgid, tid, "status", buf, sizeof(buf));
+                if (r < 0)
+                        return r;
+                const char *t = strstr(buf, "\nTgid:");
+                if (!t)
+                        return -EINVAL;
+                s.tgid = (pid_t)strtol(t + 6, NULL, 10);
+        }
 
         *ret = s;
         return 0;

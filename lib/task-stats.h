@@ -14,7 +14,7 @@
 
 typedef struct TaskStats {
         TaskId id;  /* start_time: field 22 of stat, clock ticks since boot */
-        pid_t tgid; /* Tgid: from status */
+        pid_t tgid; /* the tgid passed, or Tgid: from status */
         char comm[16];
         char state;            /* field 3 */
         unsigned flags;        /* field 9 (PF_KTHREAD = 0x00200000) */
@@ -27,8 +27,10 @@ typedef struct TaskStats {
 } TaskStats;
 
 /*
- * task_stats_read() - read tid's counters under procfs_root ("/proc"). tgid
- * 0 reads through /proc/TID/task/TID (works for any thread).
+ * task_stats_read() - read tid's counters under procfs_root ("/proc"),
+ * through /proc/TGID/task/TID. With tgid 0 it reads through
+ * /proc/TID/task/TID (works for any thread) and takes the tgid from status,
+ * a third, costlier file; pass the tgid where it is known.
  *
  * Return: 0 and *ret; -ENOENT when the task is gone; -EINVAL on malformed
  * files; other negative errno. *ret untouched on failure.
