@@ -160,6 +160,7 @@ install: all
 
 bench: all $(BENCH_BINS)
 	python3 tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+	bash tests/bench/sampler-cost.sh --build $(BUILD) $(SAMPLER_ARGS)
 
 clean:
 	rm -rf build build-san

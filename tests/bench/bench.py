@@ -46,6 +46,14 @@ def wl_pipe(args):
     return {"metric": "usec/op", "value": usec, "better": "lower"}
 
 
+def wl_pair(args):
+    """The lockstep pair in its steady state: round trips per second after a
+    warm-up long enough for placed's first decision (two ticks of 1 s)."""
+    out = sh([os.path.join(args.build, "bench", "pingpong"), "-s", str(args.seconds + 3),
+              "-w", "3"]).stdout
+    return {"metric": "round trips/s", "value": float(out.split()[-1]), "better": "higher"}
+
+
 def hackbench(groups, loops):
     out = sh(["perf", "bench", "sched", "messaging", "-g", str(groups), "-l", str(loops)]).stdout
     return {"metric": "seconds", "value": float(re.search(r"Total time: ([\d.]+)", out).group(1)),
@@ -118,7 +126,7 @@ def wl_light(args):
 
 
 WORKLOADS = {
-    "pipe": wl_pipe, "hackbench-s": wl_hackbench_s, "hackbench-l": wl_hackbench_l,
+    "pair": wl_pair, "pipe": wl_pipe, "hackbench-s": wl_hackbench_s, "hackbench-l": wl_hackbench_l,
     "fanout": wl_fanout, "mix": wl_mix, "latency": wl_latency, "light": wl_light,
 }
 
@@ -369,7 +377,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--configs", default="kernel,power-first,balanced,latency-first")
-    ap.add_argument("--workloads", default="pipe,hackbench-s,hackbench-l,fanout,mix,latency,light")
+    ap.add_argument("--workloads", default="pair,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light")
     ap.add_argument("--seconds", type=int, default=4, help="length of timed workloads")
     ap.add_argument("--pipe-loops", type=int, default=200000)
     ap.add_argument("--hackbench-loops", type=int, default=1000)
