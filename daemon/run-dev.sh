@@ -7,6 +7,7 @@
 # which undoes every change it made, and the private bus.
 set -eu
 build=${1:-build}
+[ $# -eq 0 ] || shift # the rest goes to placed
 src=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" -eq 0 ] || echo "note: not root; placed can observe but not change other users' tasks." >&2
 
