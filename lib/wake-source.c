@@ -194,12 +194,22 @@ static int agg_finish(WakeAgg *a, WakeBatch *b, uint64_t now_ns) {
 
 /* ---- the source object -------------------------------------------------- */
 
-/* What the previous read saw of one kernel edge. */
+/*
+ * One kernel edge: its total (hash plus cache ways, summed over the CPUs) as
+ * far as the reads saw it. The total only grows, except when a read misses a
+ * count on the move from a cache way to the hash (made good by the next
+ * read), when the hash is full (counted as lost) and when the edge is pruned
+ * (and forgotten here too).
+ */
 typedef struct EdgeSeen {
         struct wake_edge_key key;
-        uint64_t count;                          /* summed over the CPUs */
-        uint64_t read_no;                        /* last read it grew in */
-        uint64_t waker_start_ns, wakee_start_ns; /* the tasks at those addresses then */
+        uint64_t count;   /* the highest total read so far */
+        uint64_t total;   /* this read's, summed as the hash and the ways are read */
+        uint64_t logged;  /* this read's records of it in the wake logs */
+        uint64_t read_no; /* last read it grew in */
+        uint64_t seen_no; /* last read that found it (total and logged are that read's) */
+        bool in_cache;    /* the read seen_no found it in a cache way */
+        bool in_kernel;   /* ever found in the hash or a way: may have a hash entry */
 } EdgeSeen;
 
 typedef struct PerfRing {
@@ -215,11 +225,18 @@ struct WakeSource {
 
         /* bpf */
         struct wake_bpf *skel;
-        struct wake_counters seen; /* counter sums at the previous read */
-        EdgeSeen *edge_seen;       /* owned: kernel edges and their counts at the last read */
+        uint64_t seen_skipped, seen_lost; /* counter sums at the previous read */
+        EdgeSeen *edge_seen; /* owned: kernel edges and their counts at the last read */
         size_t n_edge_seen, n_edge_seen_alloc;
         U64Map *edge_seen_map; /* edge_key_hash() -> edge_seen index */
         uint64_t n_reads;
+        struct wake_cpu_ctl *ctl;              /* mmap of the cpu_ctl map; we write log_tail */
+        const struct wake_edge_key *log;       /* mmap of the wake_log map, read-only */
+        const struct wake_edge_set *cache;     /* mmap of the edge_cache map, read-only */
+        size_t ctl_size, log_size, cache_size; /* bytes mapped */
+        uint32_t log_records;                  /* per CPU */
+        uint32_t cache_sets;                   /* per CPU */
+        uint32_t *log_memo; /* owned: LOG_MEMO_SIZE EdgeSeen indexes + 1 by log_memo_slot() */
         unsigned n_cpus;
         uint64_t ns_per_tick;         /* start_boottime ns -> clock ticks (TaskId.start_time) */
         uint64_t ns_per_jiffy;        /* the kernel's tick; 0 = unknown */
@@ -257,7 +274,95 @@ static uint64_t kernel_tick_ns(void) {
         return (uint64_t)res.tv_nsec;
 }
 
-#define EDGE_MAP_BUDGET (64ULL << 20) /* bytes of per-CPU edge counts, at most */
+/*
+ * Memory of the BPF maps, bounded whatever the CPU count. The wake logs hold
+ * a tick of wakeups on small machines (2 CPUs: 2 x 4 MiB, 262144 records a
+ * CPU; hackbench and pipe make 100-300k wakeups a second); with 512 CPUs a
+ * CPU gets 4096 records, and wakeups past them go to the edge cache (1024
+ * sets a CPU there), which costs more per wakeup but is as exact.
+ */
+#define EDGE_MAP_BUDGET   (64ULL << 20) /* bytes of per-CPU edge counts, at most */
+#define EDGE_CACHE_BUDGET (32ULL << 20) /* bytes of edge cache sets, at most (but see below) */
+#define WAKE_LOG_BUDGET   (32ULL << 20) /* bytes of wake log records, at most (likewise) */
+#define LOG_MEMO_SIZE     4096          /* direct-mapped: log record -> EdgeSeen */
+
+_Static_assert(sizeof(struct wake_edge_set) == 64, "a cache set is one cache line");
+_Static_assert(sizeof(struct wake_cpu_ctl) == 192, "a CPU's state is three cache lines");
+
+/*
+ * Elements per CPU in the log or the cache: a power of two, max while the
+ * whole fits budget bytes, fewer on large machines but never below min; or
+ * the caller's number (tests), at most max.
+ */
+static uint32_t per_cpu_elements(unsigned n_cpus, size_t element_size, uint64_t budget,
+                                 uint32_t min, uint32_t max, unsigned wanted) {
+        uint64_t fit = wanted > 0 ? wanted : budget / (element_size * n_cpus);
+        uint32_t n = max;
+        while (n > (wanted > 0 ? 1 : min) && n > fit)
+                n >>= 1;
+        return n;
+}
+
+/* Sizes the maps before the load: the hash by EDGE_MAP_BUDGET, the log and the cache per CPU. */
+static int bpf_size_maps(WakeSource *s, struct wake_bpf *skel) {
+        int r = libbpf_num_possible_cpus();
+        s->n_cpus = r > 0 ? (unsigned)r : 1;
+        s->log_records =
+                per_cpu_elements(s->n_cpus, sizeof(struct wake_edge_key), WAKE_LOG_BUDGET,
+                                 WAKE_LOG_RECORDS_MIN, WAKE_LOG_RECORDS_MAX, s->opts.log_records);
+        s->cache_sets =
+                per_cpu_elements(s->n_cpus, sizeof(struct wake_edge_set), EDGE_CACHE_BUDGET,
+                                 WAKE_CACHE_SETS_MIN, WAKE_CACHE_SETS_MAX, s->opts.edge_cache_sets);
+        skel->rodata->log_records = s->log_records;
+        skel->rodata->cache_sets = s->cache_sets;
+        skel->rodata->cache_set_shift = 64 - (uint32_t)__builtin_ctz(s->cache_sets);
+        r = bpf_map__set_max_entries(skel->maps.cpu_ctl, s->n_cpus);
+        if (r >= 0)
+                r = bpf_map__set_max_entries(skel->maps.wake_log, s->log_records * s->n_cpus);
+        if (r >= 0)
+                r = bpf_map__set_max_entries(skel->maps.edge_cache, s->cache_sets * s->n_cpus);
+        if (r < 0)
+                return r;
+        /* Preallocated (an allocation on the hot path can fail in a burst of
+         * new edges): cap the per-CPU counts at EDGE_MAP_BUDGET bytes. */
+        return bpf_map__set_max_entries(skel->maps.edges,
+                                        (uint32_t)MIN((uint64_t)WAKE_MAX_EDGES,
+                                                      EDGE_MAP_BUDGET / (8 * (uint64_t)s->n_cpus)));
+}
+
+/* Maps an mmap'able array map; Return: 0 and *ret, *ret_size, or negative errno. */
+static int bpf_map_array(const struct bpf_map *map, size_t value_size, size_t n, int prot,
+                         void **ret, size_t *ret_size) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t size = DIV_ROUND_UP(value_size * n, page) * page;
+        void *p = mmap(NULL, size, prot, MAP_SHARED, bpf_map__fd(map), 0);
+        if (p == MAP_FAILED)
+                return negative_errno();
+        *ret = p;
+        *ret_size = size;
+        return 0;
+}
+
+/* Maps the program's per-CPU state, log and cache: read each tick without a syscall. */
+static int bpf_map_arrays(WakeSource *s) {
+        void *p;
+        int r = bpf_map_array(s->skel->maps.cpu_ctl, sizeof(struct wake_cpu_ctl), s->n_cpus,
+                              PROT_READ | PROT_WRITE, &p, &s->ctl_size);
+        if (r < 0)
+                return r;
+        s->ctl = p;
+        r = bpf_map_array(s->skel->maps.wake_log, sizeof(struct wake_edge_key),
+                          (size_t)s->log_records * s->n_cpus, PROT_READ, &p, &s->log_size);
+        if (r < 0)
+                return r;
+        s->log = p;
+        r = bpf_map_array(s->skel->maps.edge_cache, sizeof(struct wake_edge_set),
+                          (size_t)s->cache_sets * s->n_cpus, PROT_READ, &p, &s->cache_size);
+        if (r < 0)
+                return r;
+        s->cache = p;
+        return 0;
+}
 
 static int bpf_source_open(WakeSource *s) {
         struct wake_bpf *skel = wake_bpf__open();
@@ -270,13 +375,7 @@ static int bpf_source_open(WakeSource *s) {
                         ? 0
                         : MIN((unsigned)s->opts.sample_shift, WAKE_SAMPLE_SHIFT_MAX);
         skel->rodata->skip_kthreads = !s->opts.keep_kthreads;
-        r = libbpf_num_possible_cpus();
-        s->n_cpus = r > 0 ? (unsigned)r : 1;
-        /* Preallocated (an allocation on the hot path can fail in a burst of
-         * new edges): cap the per-CPU counts at EDGE_MAP_BUDGET bytes. */
-        r = bpf_map__set_max_entries(skel->maps.edges,
-                                     (uint32_t)MIN((uint64_t)WAKE_MAX_EDGES,
-                                                   EDGE_MAP_BUDGET / (8 * (uint64_t)s->n_cpus)));
+        r = bpf_size_maps(s, skel);
         if (r < 0) {
                 wake_bpf__destroy(skel);
                 return r;
@@ -289,7 +388,11 @@ static int bpf_source_open(WakeSource *s) {
                 return r < 0 ? r : -EIO;
         }
         s->skel = skel;
-        if (u64map_new(&s->edge_seen_map) < 0 || u64map_new(&s->info_by_task) < 0)
+        r = bpf_map_arrays(s);
+        if (r < 0)
+                return r;
+        s->log_memo = calloc(LOG_MEMO_SIZE, sizeof(*s->log_memo));
+        if (!s->log_memo || u64map_new(&s->edge_seen_map) < 0 || u64map_new(&s->info_by_task) < 0)
                 return -ENOMEM;
         s->ns_per_tick = clock_tick_ns();
         s->ns_per_jiffy = kernel_tick_ns();
@@ -297,20 +400,16 @@ static int bpf_source_open(WakeSource *s) {
 }
 
 static int bpf_read_counters(WakeSource *s, WakeBatch *b) {
-        struct wake_counters per_cpu[s->n_cpus], sum = {};
-        uint32_t zero = 0;
+        uint64_t skipped = 0, lost = 0;
         unsigned shift = s->skel->rodata->sample_shift;
-        if (bpf_map__lookup_elem(s->skel->maps.counters, &zero, sizeof(zero), per_cpu,
-                                 sizeof(per_cpu), 0) < 0)
-                return negative_errno();
         for (unsigned i = 0; i < s->n_cpus; i++) {
-                sum.sampled += per_cpu[i].sampled;
-                sum.skipped += per_cpu[i].skipped;
-                sum.lost += per_cpu[i].lost;
+                skipped += __atomic_load_n(&s->ctl[i].skipped, __ATOMIC_RELAXED);
+                lost += __atomic_load_n(&s->ctl[i].lost, __ATOMIC_RELAXED);
         }
-        b->n_skipped = (sum.skipped - s->seen.skipped) << shift;
-        b->n_lost = (sum.lost - s->seen.lost) << shift;
-        s->seen = sum;
+        b->n_skipped = (skipped - s->seen_skipped) << shift;
+        b->n_lost = (lost - s->seen_lost) << shift;
+        s->seen_skipped = skipped;
+        s->seen_lost = lost;
         return 0;
 }
 
@@ -431,58 +530,211 @@ static bool edge_seen_find(const WakeSource *s, const struct wake_edge_key *k, u
         return false;
 }
 
-/*
- * The growth of one edge (count summed over the CPUs) since the previous
- * read; 0 when idle. When another task now lives at one of the addresses
- * (the old one exited, its task_struct was reused), the growth is all the
- * count: the new task's, or at worst the old one's last tick of wakeups.
- */
-static int bpf_edge_delta(WakeSource *s, const struct wake_edge_key *k, uint64_t count,
-                          const struct wake_task_info *ends[2], uint64_t *ret) {
-        uint64_t h, waker_start = ends[0] ? ends[0]->start_ns : 0,
-                    wakee_start = ends[1] ? ends[1]->start_ns : 0;
+/* EdgeSeen of key k, created if new, with its total reset if this read had not seen it yet. */
+static EdgeSeen *edge_seen_get(WakeSource *s, const struct wake_edge_key *k) {
+        uint64_t h;
         uint32_t i;
-        int r;
-
         if (!edge_seen_find(s, k, &h, &i)) {
-                r = batch_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc, s->n_edge_seen + 1,
-                               sizeof(EdgeSeen));
-                if (r < 0)
-                        return r;
-                r = u64map_put(s->edge_seen_map, h, (uint32_t)s->n_edge_seen);
-                if (r < 0)
-                        return r;
+                if (batch_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc, s->n_edge_seen + 1,
+                               sizeof(EdgeSeen)) < 0 ||
+                    u64map_put(s->edge_seen_map, h, (uint32_t)s->n_edge_seen) < 0)
+                        return NULL;
                 i = (uint32_t)s->n_edge_seen++;
                 s->edge_seen[i] = (EdgeSeen){ .key = *k };
         }
         EdgeSeen *e = &s->edge_seen[i];
-        bool same = e->waker_start_ns == waker_start && e->wakee_start_ns == wakee_start;
-        *ret = same && count >= e->count ? count - e->count : count;
-        e->count = count;
-        e->waker_start_ns = waker_start;
-        e->wakee_start_ns = wakee_start;
-        if (*ret > 0)
-                e->read_no = s->n_reads;
-        return 0;
+        if (e->seen_no != s->n_reads) {
+                e->seen_no = s->n_reads;
+                e->total = e->logged = 0;
+                e->in_cache = false;
+        }
+        return e;
+}
+
+static size_t log_memo_slot(const struct wake_edge_key *k) {
+        return (size_t)((k->waker_task * 0x9e3779b97f4a7c15ULL ^ k->wakee_task) >> 52) &
+               (LOG_MEMO_SIZE - 1);
 }
 
 /*
- * Deletes edges that did not grow for BPF_IDLE_READS reads, here and in the
- * kernel. The index is rebuilt, as removing one key could break the probe
- * chain of a colliding one.
+ * Counts the records of each CPU's wake log since the previous read, then
+ * hands the space back: the program writes a record before it moves
+ * log_head, and never past log_tail + log_records. Consecutive records mostly
+ * repeat a few edges: a small memo saves most EdgeSeen lookups.
  */
-static int bpf_prune_edges(WakeSource *s) {
-        int fd = bpf_map__fd(s->skel->maps.edges);
+static int bpf_read_log(WakeSource *s) {
+        uint32_t mask = s->log_records - 1;
+        memset(s->log_memo, 0, LOG_MEMO_SIZE * sizeof(*s->log_memo));
+        for (unsigned c = 0; c < s->n_cpus; c++) {
+                struct wake_cpu_ctl *ctl = &s->ctl[c];
+                const struct wake_edge_key *log = &s->log[(size_t)c * s->log_records];
+                uint64_t head = __atomic_load_n(&ctl->log_head, __ATOMIC_ACQUIRE);
+                uint64_t tail = ctl->log_tail;
+                if (head - tail > s->log_records) /* cannot be: the program waits for us */
+                        tail = head - s->log_records;
+                for (uint64_t i = tail; i < head; i++) {
+                        const struct wake_edge_key *k = &log[i & mask];
+                        uint32_t *memo = &s->log_memo[log_memo_slot(k)];
+                        EdgeSeen *e = *memo ? &s->edge_seen[*memo - 1] : NULL;
+                        if (!e || !edge_key_equal(&e->key, k)) {
+                                e = edge_seen_get(s, k);
+                                if (!e)
+                                        return -ENOMEM;
+                                *memo = (uint32_t)(e - s->edge_seen) + 1;
+                        }
+                        e->logged++;
+                }
+                __atomic_store_n(&ctl->log_tail, head, __ATOMIC_RELEASE);
+        }
+        return 0;
+}
+
+/* Adds every edge's count in the per-CPU hash to its total. */
+static int bpf_read_edge_hash(WakeSource *s) {
+        size_t n_vals = (size_t)BPF_READ_CHUNK * s->n_cpus;
+        _cleanup_free_ struct wake_edge_key *keys = malloc(BPF_READ_CHUNK * sizeof(*keys));
+        _cleanup_free_ uint64_t *vals = malloc(n_vals * sizeof(*vals)); /* per CPU */
+        int fd = bpf_map__fd(s->skel->maps.edges), r;
+        uint32_t token = 0;
+        bool first = true, done = false;
+
+        if (!keys || !vals)
+                return -ENOMEM;
+        while (!done) {
+                uint32_t count = BPF_READ_CHUNK;
+                r = bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys, vals, &count,
+                                         NULL);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                done = r == -ENOENT;
+                first = false;
+                for (uint32_t i = 0; i < count; i++) {
+                        EdgeSeen *e = edge_seen_get(s, &keys[i]);
+                        if (!e)
+                                return -ENOMEM;
+                        for (unsigned c = 0; c < s->n_cpus; c++)
+                                e->total += vals[(size_t)i * s->n_cpus + c];
+                        e->in_kernel = true;
+                }
+        }
+        return 0;
+}
+
+#ifndef ENOTSUPP
+#define ENOTSUPP 524 /* the kernel's, for "not supported by this map": not in libc */
+#endif
+
+#define BPF_SET_TRIES 1000 /* reads of a set being rewritten before it is skipped */
+
+/*
+ * Adds the count of every edge in a cache way to its total. A set is taken
+ * between two equal even sequence values (the BPF program makes it odd while
+ * it moves a count to the hash); called after the hash was read, so a count
+ * on the move is seen in the way, or in neither. Return: 1 if a set had to be
+ * skipped, 0, -ENOMEM.
+ */
+static int bpf_read_edge_cache(WakeSource *s) {
+        size_t n_sets = (size_t)s->cache_sets * s->n_cpus;
+        int skipped = 0;
+
+        __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the hash read before the ways */
+        for (size_t i = 0; i < n_sets; i++) {
+                const struct wake_edge_set *set = &s->cache[i];
+                struct wake_edge_way ways[2];
+                bool ok = false;
+                for (unsigned t = 0; t < BPF_SET_TRIES && !ok; t++) {
+                        uint32_t seq = __atomic_load_n(&set->seq, __ATOMIC_ACQUIRE);
+                        for (int w = 0; w < 2; w++)
+                                ways[w] = (struct wake_edge_way){
+                                        .waker_task = __atomic_load_n(&set->way[w].waker_task,
+                                                                      __ATOMIC_RELAXED),
+                                        .wakee_task = __atomic_load_n(&set->way[w].wakee_task,
+                                                                      __ATOMIC_RELAXED),
+                                        .count = __atomic_load_n(&set->way[w].count,
+                                                                 __ATOMIC_RELAXED),
+                                };
+                        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                        ok = !(seq & 1) && __atomic_load_n(&set->seq, __ATOMIC_RELAXED) == seq;
+                }
+                if (!ok) {
+                        skipped = 1;
+                        continue;
+                }
+                for (int w = 0; w < 2; w++) {
+                        if (!ways[w].waker_task || !ways[w].count)
+                                continue;
+                        struct wake_edge_key k = { .waker_task = ways[w].waker_task,
+                                                   .wakee_task = ways[w].wakee_task };
+                        EdgeSeen *e = edge_seen_get(s, &k);
+                        if (!e)
+                                return -ENOMEM;
+                        e->total += ways[w].count;
+                        e->in_cache = e->in_kernel = true;
+                }
+        }
+        return skipped;
+}
+
+/*
+ * Puts delta wakeups of edge k into the batch, for whoever lives at the two
+ * addresses now: after a task exited and its task_struct was reused, at worst
+ * the old task's last wakeups. *skipped counts those of tasks that exited
+ * before the read, and placed's own.
+ */
+static int bpf_attribute(WakeSource *s, U64Map *task_slot, WakeBatch *b,
+                         const struct wake_edge_key *k, uint64_t delta, uint64_t *skipped) {
+        const struct wake_task_info *ends[2] = {
+                bpf_task_info(s, k->waker_task),
+                bpf_task_info(s, k->wakee_task),
+        };
+        delta <<= s->skel->rodata->sample_shift;
+        if (!ends[0] || !ends[1] ||
+            (s->opts.ignore_tgid && (pid_t)ends[0]->tgid == s->opts.ignore_tgid)) {
+                *skipped += delta;
+                return 0;
+        }
+        return bpf_take_edge(s, task_slot, b, ends, delta);
+}
+
+/*
+ * Deletes edges that did not grow for BPF_IDLE_READS reads and sit in no
+ * cache way, here and in the kernel's hash. An edge still in a way keeps its
+ * EdgeSeen, or the way's count would be taken as new when read again. The
+ * hash entry is deleted with the lookup that returns its last counts, so
+ * wakeups that moved into it from a way since the read are not lost. The
+ * index is rebuilt, as removing one key could break the probe chain of a
+ * colliding one.
+ */
+static int bpf_prune_edges(WakeSource *s, U64Map *task_slot, WakeBatch *b, uint64_t *skipped) {
+        int fd = bpf_map__fd(s->skel->maps.edges), r;
+        uint64_t vals[s->n_cpus];
         size_t kept = 0;
         bool pruned = false;
         for (size_t i = 0; i < s->n_edge_seen; i++) {
                 EdgeSeen *e = &s->edge_seen[i];
-                if (e->read_no + BPF_IDLE_READS > s->n_reads) {
+                if (e->read_no + BPF_IDLE_READS > s->n_reads ||
+                    (e->seen_no == s->n_reads && e->in_cache)) {
                         s->edge_seen[kept++] = *e;
                         continue;
                 }
-                (void)bpf_map_delete_elem(fd, &e->key);
                 pruned = true;
+                if (!e->in_kernel)
+                        continue; /* only ever in the logs */
+                r = bpf_map_lookup_and_delete_elem(fd, &e->key, vals);
+                if (r == -EINVAL || r == -ENOTSUPP || r == -EOPNOTSUPP) {
+                        (void)bpf_map_delete_elem(fd, &e->key); /* before Linux 5.14 */
+                        continue;
+                }
+                if (r < 0)
+                        continue; /* -ENOENT: only ever in a way */
+                uint64_t total = 0;
+                for (unsigned c = 0; c < s->n_cpus; c++)
+                        total += vals[c];
+                if (total > e->count) {
+                        r = bpf_attribute(s, task_slot, b, &e->key, total - e->count, skipped);
+                        if (r < 0)
+                                return r;
+                }
         }
         s->n_edge_seen = kept;
         if (!pruned)
@@ -498,62 +750,54 @@ static int bpf_prune_edges(WakeSource *s) {
         return 0;
 }
 
-static int bpf_source_read(WakeSource *s, WakeBatch *b) {
+/*
+ * Puts the growth of each edge since the previous read into the batch, then
+ * prunes idle edges (not after a read that skipped a set: unknown ways).
+ */
+static int bpf_take_edges(WakeSource *s, WakeBatch *b, bool prune) {
         _cleanup_(u64map_freep) U64Map *task_slot = NULL;
-        size_t n_vals = (size_t)BPF_READ_CHUNK * s->n_cpus;
-        _cleanup_free_ struct wake_edge_key *keys = malloc(BPF_READ_CHUNK * sizeof(*keys));
-        _cleanup_free_ uint64_t *vals = malloc(n_vals * sizeof(*vals)); /* per CPU */
-        int fd = bpf_map__fd(s->skel->maps.edges), r;
         uint64_t skipped = 0; /* wakeups on edges not attributed */
+        int r = 0;
 
-        if (!keys || !vals || u64map_new(&task_slot) < 0)
+        if (u64map_new(&task_slot) < 0)
                 return -ENOMEM;
+        for (size_t i = 0; i < s->n_edge_seen && r >= 0; i++) {
+                EdgeSeen *e = &s->edge_seen[i];
+                if (e->seen_no != s->n_reads)
+                        continue;
+                uint64_t growth = e->logged + (e->total > e->count ? e->total - e->count : 0);
+                if (growth == 0)
+                        continue;
+                r = bpf_attribute(s, task_slot, b, &e->key, growth, &skipped);
+                e->count = MAX(e->count, e->total);
+                e->read_no = s->n_reads;
+        }
+        if (r >= 0 && prune)
+                r = bpf_prune_edges(s, task_slot, b, &skipped);
+        b->n_skipped += skipped;
+        return r;
+}
+
+static int bpf_source_read(WakeSource *s, WakeBatch *b) {
+        int r, partial;
+
         s->n_reads++;
         r = bpf_read_tasks(s);
         if (r < 0)
                 return r;
-
-        uint32_t token = 0;
-        bool first = true, done = false;
-        while (!done) {
-                uint32_t count = BPF_READ_CHUNK;
-                r = bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys, vals, &count,
-                                         NULL);
-                if (r < 0 && r != -ENOENT)
-                        return r;
-                done = r == -ENOENT;
-                first = false;
-                for (uint32_t i = 0; i < count; i++) {
-                        const struct wake_task_info *ends[2] = {
-                                bpf_task_info(s, keys[i].waker_task),
-                                bpf_task_info(s, keys[i].wakee_task),
-                        };
-                        uint64_t sum = 0, delta;
-                        for (unsigned c = 0; c < s->n_cpus; c++)
-                                sum += vals[(size_t)i * s->n_cpus + c];
-                        r = bpf_edge_delta(s, &keys[i], sum, ends, &delta);
-                        if (r < 0)
-                                return r;
-                        delta <<= s->skel->rodata->sample_shift;
-                        if (delta == 0)
-                                continue;
-                        /* A task that exited before the read, or placed itself. */
-                        if (!ends[0] || !ends[1] ||
-                            (s->opts.ignore_tgid && (pid_t)ends[0]->tgid == s->opts.ignore_tgid)) {
-                                skipped += delta;
-                                continue;
-                        }
-                        r = bpf_take_edge(s, task_slot, b, ends, delta);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        r = bpf_prune_edges(s);
+        r = bpf_read_log(s);
         if (r < 0)
                 return r;
-        r = bpf_read_counters(s, b);
-        b->n_skipped += skipped;
-        return r;
+        r = bpf_read_edge_hash(s);
+        if (r < 0)
+                return r;
+        partial = bpf_read_edge_cache(s);
+        if (partial < 0)
+                return partial;
+        r = bpf_read_counters(s, b); /* sets n_skipped: first */
+        if (r < 0)
+                return r;
+        return bpf_take_edges(s, b, !partial);
 }
 
 /* ---- perf ----------------------------------------------------------------- */
@@ -853,6 +1097,13 @@ int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSou
 WakeSource *wake_source_free(WakeSource *s) {
         if (!s)
                 return NULL;
+        if (s->ctl)
+                munmap(s->ctl, s->ctl_size);
+        if (s->log)
+                munmap((void *)s->log, s->log_size);
+        if (s->cache)
+                munmap((void *)s->cache, s->cache_size);
+        free(s->log_memo);
         wake_bpf__destroy(s->skel);
         size_t size = (size_t)sysconf(_SC_PAGESIZE) * (PERF_RING_PAGES + 1);
         for (unsigned i = 0; i < s->n_rings; i++) {

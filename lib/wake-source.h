@@ -3,10 +3,11 @@
  * Wake sources: where the wake graph's input comes from. Three kinds, one
  * interface:
  *
- *  - "bpf": wake.bpf.c on tp_btf/sched_waking; edges counted in the kernel
- *    (optionally 1 in 2^sample_shift wakeups, counts scaled back), read once
- *    per read, and the kernel's own wakee_flips read from each task by a BPF
- *    task iterator at the same time;
+ *  - "bpf": wake.bpf.c on tp_btf/sched_waking; wakeups logged per CPU, or
+ *    counted per edge in the kernel when a log is full (optionally 1 in
+ *    2^sample_shift wakeups, counts scaled back), all read once per read, and
+ *    the kernel's own wakee_flips read from each task by a BPF task iterator
+ *    at the same time;
  *  - "perf": perf_event_open() on the sched:sched_waking tracepoint, one ring
  *    buffer per CPU, one sample per sample_period wakeups (counts scaled);
  *  - "replay": a recorded event file, for tests without root.
@@ -33,26 +34,32 @@ typedef struct WakeSource WakeSource;
 
 #define WAKE_SAMPLE_SHIFT_MAX 16u
 /*
- * Default BPF sampling: every wakeup. Measured on the 2-CPU development VM:
- * the program's floor (trampoline, statistics, per-CPU countdown) is 60-80 ns
- * a call and a counted wakeup 300-500 ns under hackbench (cache misses on the
- * edge map), so 1 in 8 (shift 3) would bring the mean to 130-220 ns; but the
- * model then sees single sampled wakeups as edges of weight 8, and merges the
- * two meshes of hackbench -g 2 and grows a fanout by stray tasks
+ * Default BPF sampling: every wakeup. Measured on the 2-CPU development VM
+ * (kernel.bpf_stats_enabled, tests/bench/sampler-cost.sh): the trampoline and
+ * the statistics alone cost 75-100 ns a call; a wakeup counted in the
+ * per-CPU hash cost 300-600 ns under hackbench (cache misses on the map),
+ * one appended to the wake log costs 110-150 ns (see wake.bpf.c). Sampling 1
+ * in 8 (shift 3) was tried against the hash and rejected: the model then sees
+ * single sampled wakeups as edges of weight 8, merges the two meshes of
+ * hackbench -g 2 and grows a fanout by stray tasks
  * (tests/test-wake-source-live.c fails), so sampling stays opt-in.
  */
 #define WAKE_SAMPLE_SHIFT_DEFAULT 0
 
 typedef struct WakeSourceOptions {
-        pid_t ignore_tgid;       /* wakeups by this process are not attributed (placed); 0 = none */
-        unsigned sample_period;  /* perf: one sample per N wakeups (0 = 1) */
-        int sample_shift;        /* bpf: count 1 in 2^N wakeups, scaled back; 0 = the default
-                                    WAKE_SAMPLE_SHIFT_DEFAULT, negative = every wakeup;
-                                    at most WAKE_SAMPLE_SHIFT_MAX */
-        bool keep_kthreads;      /* attribute wakeups to and from kernel threads too */
-        const char *replay_path; /* replay: the event file */
-        const char *tracefs;     /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
-                                    /sys/kernel/debug/tracing */
+        pid_t ignore_tgid;      /* wakeups by this process are not attributed (placed); 0 = none */
+        unsigned sample_period; /* perf: one sample per N wakeups (0 = 1) */
+        int sample_shift;       /* bpf: count 1 in 2^N wakeups, scaled back; 0 = the default
+                                   WAKE_SAMPLE_SHIFT_DEFAULT, negative = every wakeup;
+                                   at most WAKE_SAMPLE_SHIFT_MAX */
+        unsigned log_records;   /* bpf: wake log records per CPU (rounded down to a power of
+                                   two, at most WAKE_LOG_RECORDS_MAX); 0 = by the CPU count */
+        unsigned edge_cache_sets; /* bpf: edge cache sets per CPU (likewise, at most
+                                     WAKE_CACHE_SETS_MAX); 0 = by the CPU count */
+        bool keep_kthreads;       /* attribute wakeups to and from kernel threads too */
+        const char *replay_path;  /* replay: the event file */
+        const char *tracefs;      /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
+                                     /sys/kernel/debug/tracing */
 } WakeSourceOptions;
 
 /*

@@ -18,9 +18,13 @@
 #include <sys/types.h>
 #endif
 
-#define WAKE_COMM_LEN      16
-#define WAKE_FLIP_DECAY_NS 1000000000ULL /* the kernel halves wakee_flips after HZ jiffies */
-#define WAKE_MAX_EDGES     65536         /* in the BPF edge map; new edges beyond are lost */
+#define WAKE_COMM_LEN        16
+#define WAKE_FLIP_DECAY_NS   1000000000ULL /* the kernel halves wakee_flips after HZ jiffies */
+#define WAKE_MAX_EDGES       65536         /* in the BPF edge map; new edges beyond are lost */
+#define WAKE_CACHE_SETS_MAX  4096u         /* edge cache sets per CPU, at most (256 KiB) */
+#define WAKE_CACHE_SETS_MIN  64u           /* and at least, whatever the CPU count */
+#define WAKE_LOG_RECORDS_MAX (1u << 18)    /* wake log records per CPU, at most (4 MiB) */
+#define WAKE_LOG_RECORDS_MIN 256u          /* and at least, whatever the CPU count */
 
 /*
  * The kernel's per-task wakee_flips state (struct task_struct: wakee_flips,
@@ -62,11 +66,34 @@ static inline __u32 wake_flips_peek(const struct wake_flips *f, __u64 now_ns) {
  * Key of the BPF edge map: one waker -> wakee relation, by the addresses of
  * the two task_structs (in registers at the tracepoint: no cache line of the
  * wakee is touched to build it). The task iterator maps an address to its
- * task. The value is a per-CPU __u64 count of the (sampled) wakeups.
+ * task. The value is a per-CPU __u64 count of the (sampled) wakeups. Also a
+ * record of the wake log: one wakeup.
  */
 struct wake_edge_key {
         __u64 waker_task;
         __u64 wakee_task;
+};
+
+/*
+ * One way of the BPF edge cache: an edge and its (sampled) wakeups on this
+ * CPU since it took the way. waker_task 0 = empty.
+ */
+struct wake_edge_way {
+        __u64 waker_task;
+        __u64 wakee_task;
+        __u64 count;
+};
+
+/*
+ * One set of the BPF edge cache: a 64-byte cache line, written only by the
+ * CPU that owns it. seq is odd while a way changes edge (see wake.bpf.c);
+ * mru is the way hit last.
+ */
+struct wake_edge_set {
+        __u32 seq;
+        __u32 mru;
+        struct wake_edge_way way[2];
+        __u64 pad;
 };
 
 /*
@@ -86,14 +113,24 @@ struct wake_task_info {
 };
 
 /*
- * Per-CPU counters of the BPF program (summed by userspace), in sampled
- * wakeups: userspace scales them by 2^sample_shift.
+ * One CPU's state of the BPF program, an element of an mmap'able array of
+ * three cache lines: the first two written only by the program on that CPU
+ * (the first is the hot path's), the third only by userspace. Counts are in
+ * sampled wakeups: userspace scales them by 2^sample_shift.
  */
-struct wake_counters {
+struct wake_cpu_ctl {
+        __u64 log_head;  /* records written to this CPU's wake log */
+        __u64 log_limit; /* log_head may grow up to this before log_tail is read again */
         __u64 countdown; /* calls to skip before the next sampled one */
-        __u64 sampled;   /* sampled calls */
         __u64 skipped;   /* interrupt context, idle task, kernel threads, self */
         __u64 lost;      /* the edge map full */
+        __u64 cached;    /* counted in the edge cache (the log was full) */
+        __u64 misses;    /* of those, edge cache misses: calls that took a way */
+        __u64 pad0;
+        __u64 task_addr[2]; /* scratch of the edge cache path */
+        __u64 pad1[6];
+        __u64 log_tail; /* written by userspace: records read from the log */
+        __u64 pad2[7];
 };
 
 #ifndef __bpf__

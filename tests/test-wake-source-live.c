@@ -4,7 +4,8 @@
  * loaded on tp_btf/sched_waking and the perf tracepoint fallback, feeding the
  * real model while real workloads run: perf bench sched pipe (a pair),
  * perf bench sched messaging (meshes) and a master thread handing work to 8
- * worker threads over condition variables (a fanout).
+ * worker threads over condition variables (a fanout); and the BPF source's
+ * counts checked against the program's runs (every wakeup reported once).
  *
  * Exits 77 when not root or when the kernel refuses the BPF program. If
  * tracefs is not mounted the perf test mounts it and unmounts it after.
@@ -27,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <cmocka.h>
 
 #include "macro.h"
@@ -187,6 +189,73 @@ static void test_bpf_messaging_mesh(void **state) {
         assert_int_equal(meshes, 2);
 }
 
+/* The program's runs so far (bpf_stats, enabled by the caller). */
+static uint64_t prog_runs(const WakeSource *s) {
+        WakeSourceCost c;
+        assert_int_equal(wake_source_get_cost(s, &c), 1);
+        return c.run_cnt;
+}
+
+/*
+ * Every wakeup the program saw is reported exactly once, as an edge count, as
+ * skipped or as lost: reads every 50 ms during perf bench sched messaging
+ * (some 3000 edges) sum to the program's runs (bpf_stats run_cnt) between the
+ * reads. Runs taken just inside the first and last read bound the sum from
+ * below, runs taken just outside from above: a count read twice breaks the
+ * upper bound, a count never read the lower one (0.05% slack for a count on the
+ * move from the cache to the hash during the last read). With a tiny wake
+ * log and edge cache (small), most wakeups find the log full and counts move
+ * from the cache to the hash at most of those, while they are read.
+ */
+static void check_counts_exact(bool small) {
+        int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+        if (stats_fd < 0)
+                skip(); /* no BPF_ENABLE_STATS: run_cnt stays 0 */
+        WakeSourceOptions opts = { .sample_shift = -1 };
+        if (small)
+                opts.log_records = 16, opts.edge_cache_sets = 4;
+        WakeSource *s;
+        WakeBatch b = {};
+        assert_int_equal(wake_source_open(WAKE_SOURCE_BPF, &opts, &s, NULL), 0);
+
+        uint64_t outer0 = prog_runs(s);
+        assert_int_equal(wake_source_read(s, now_ns(), &b), 0);
+        uint64_t inner0 = prog_runs(s);
+        char *argv[] = { "perf", "bench", "sched", "messaging", "-g", "4", "-l", "1000", NULL };
+        pid_t pid = spawn(argv);
+        uint64_t sum = 0, edges = 0;
+        for (int i = 0; i < 600 && waitpid(pid, NULL, WNOHANG) == 0; i++) {
+                sleep_ms(50);
+                assert_int_equal(wake_source_read(s, now_ns(), &b), 0);
+                sum += b.n_events + b.n_skipped + b.n_lost;
+                edges = MAX(edges, (uint64_t)b.n_edges);
+        }
+        reap(pid);
+        sleep_ms(100);
+        uint64_t inner1 = prog_runs(s);
+        assert_int_equal(wake_source_read(s, now_ns(), &b), 0);
+        uint64_t outer1 = prog_runs(s);
+        sum += b.n_events + b.n_skipped + b.n_lost;
+        print_message("%s: runs %" PRIu64 "..%" PRIu64 ", reported %" PRIu64 ", up to %" PRIu64
+                      " edges a read\n",
+                      small ? "small log and cache" : "default sizes", inner1 - inner0,
+                      outer1 - outer0, sum, edges);
+        wake_batch_done(&b);
+        wake_source_free(s);
+        close(stats_fd);
+        assert_true(edges >= 200);
+        assert_true(sum <= outer1 - outer0);
+        assert_true(sum + (inner1 - inner0) / 2000 >= inner1 - inner0);
+}
+
+static void test_bpf_counts_exact(void **state) {
+        check_counts_exact(false);
+}
+
+static void test_bpf_counts_exact_evicting(void **state) {
+        check_counts_exact(true);
+}
+
 /* A master thread handing work to 8 workers, each with its own condition variable. */
 #define N_WORKERS 8
 
@@ -321,6 +390,8 @@ int main(void) {
                 cmocka_unit_test(test_bpf_pipe_pair),
                 cmocka_unit_test(test_bpf_messaging_mesh),
                 cmocka_unit_test(test_bpf_fanout),
+                cmocka_unit_test(test_bpf_counts_exact),
+                cmocka_unit_test(test_bpf_counts_exact_evicting),
                 cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
