@@ -9,6 +9,7 @@ set -eu
 build=${1:-build}
 [ $# -eq 0 ] || shift # the rest goes to placed
 src=$(cd "$(dirname "$0")/.." && pwd)
+case $build in /*) bin=$build ;; *) bin=$src/$build ;; esac
 [ "$(id -u)" -eq 0 ] || echo "note: not root; placed can observe but not change other users' tasks." >&2
 
 bus=system
@@ -21,7 +22,7 @@ if [ ! -S /run/dbus/system_bus_socket ]; then
     echo "    $build/placectl --address '$bus' status"
 fi
 
-"$src/$build/placed" --foreground --bus "$bus" --config "$src/conf/placed.conf" \
+"$bin/placed" --foreground --bus "$bus" --config "$src/conf/placed.conf" \
     --profiles-dir "$src/conf/profiles" "$@" &
 placed_pid=$!
 trap 'kill -TERM $placed_pid 2>/dev/null; wait $placed_pid; [ -n "${bus_pid:-}" ] && kill $bus_pid 2>/dev/null' INT TERM EXIT

@@ -183,9 +183,11 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
         int prev_cpu = prev && prev->managed ? cpuset_first(&prev->cpus) : -1;
         CpuSet cand;
         cpuset_and(&cand, &g->ran_on, allowed);
-        int cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, g->util, prev_cpu);
+        /* Packed, it shows a whole CPU, give or take the accounting's noise. */
+        double need = packed ? MIN(g->util, 1.0) : g->util;
+        int cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, need, prev_cpu);
         if (cpu < 0)
-                cpu = pick_cpu(c, allowed, g->util, prev_cpu);
+                cpu = pick_cpu(c, allowed, need, prev_cpu);
         /* Stay unless the move gains min_gain_pct of a CPU. */
         if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
             (cpu < 0 || (cpu_load(c, prev_cpu) - cpu_load(c, cpu)) * 100 < c->p->min_gain_pct))

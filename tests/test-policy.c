@@ -283,6 +283,19 @@ static void test_pair_too_big_left_alone(void **state) {
         plan_free(plan);
         plan_free(packed);
         scenario_done(&s);
+
+        /* Pinned to CPU 1 by someone else, it runs flat out (1.02 CPUs in a
+         * tick, accounting noise): still a pair on one CPU, decided for, so
+         * the actuator can see that it is not placed's to touch. */
+        scenario_init(&s, "topo-vm2", 0.0);
+        CpuSet one = set_of("1");
+        g = add_group(&s, GROUP_PAIR, 2, 1.02, &one);
+        g->cpus = one;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(pg_of(plan, g)->managed);
+        assert_true(cpuset_equal(&pg_of(plan, g)->cpus, &one));
+        plan_free(plan);
+        scenario_done(&s);
 }
 
 static void test_pair_same_core_smt(void **state) {
