@@ -363,9 +363,13 @@ set title 'placed: speed-up over the kernel alone (median, >1 is better)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set yrange [0:*]
+set logscale y 2
+set yrange [0.5:*]
+set ylabel 'speed-up (log scale)'
 set grid ytics
-set key top left
+set xtics rotate by -25
+set key top right
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 2
 plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
 """ % (os.path.join(out, "speedup.png"), n + 1, data)
     subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
