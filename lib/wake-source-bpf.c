@@ -338,8 +338,8 @@ static EdgeSeen *edge_seen_get(BpfWake *s, const struct wake_edge_key *k) {
         uint64_t h;
         uint32_t i;
         if (!edge_seen_find(s, k, &h, &i)) {
-                if (wake_array_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc, s->n_edge_seen + 1,
-                               sizeof(EdgeSeen)) < 0 ||
+                if (wake_array_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc,
+                                    s->n_edge_seen + 1, sizeof(EdgeSeen)) < 0 ||
                     u64map_put(s->edge_seen_map, h, (uint32_t)s->n_edge_seen) < 0)
                         return NULL;
                 i = (uint32_t)s->n_edge_seen++;
@@ -484,8 +484,8 @@ static int bpf_read_edge_cache(BpfWake *s) {
  * the old task's last wakeups. *skipped counts those of tasks that exited
  * before the read, and placed's own.
  */
-static int bpf_attribute(BpfWake *s, U64Map *task_slot, WakeBatch *b,
-                         const struct wake_edge_key *k, uint64_t delta, uint64_t *skipped) {
+static int bpf_attribute(BpfWake *s, U64Map *task_slot, WakeBatch *b, const struct wake_edge_key *k,
+                         uint64_t delta, uint64_t *skipped) {
         const struct wake_task_info *ends[2] = {
                 bpf_task_info(s, k->waker_task),
                 bpf_task_info(s, k->wakee_task),
