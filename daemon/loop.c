@@ -100,7 +100,8 @@ Loop *loop_free(Loop *l) {
         if (l->watchdog_ev)
                 event_free(l->watchdog_ev);
         for (unsigned i = 0; i < l->n_sources; i++)
-                event_free(l->sources[i].ev);
+                if (l->sources[i].ev)
+                        event_free(l->sources[i].ev);
         event_base_free(l->base);
         free(l);
         return NULL;
@@ -131,6 +132,19 @@ int loop_add_signal(Loop *l, int signo, LoopCallback cb, void *userdata) {
 
 int loop_add_fd(Loop *l, int fd, LoopCallback cb, void *userdata) {
         return loop_add_source(l, fd, EV_READ | EV_PERSIST, NULL, cb, userdata, NULL);
+}
+
+int loop_remove_fd(Loop *l, int fd) {
+        for (unsigned i = 0; i < l->n_sources; i++) {
+                struct event *ev = l->sources[i].ev;
+                if (!(event_get_events(ev) & EV_READ) || event_get_fd(ev) != fd)
+                        continue;
+                event_free(ev);
+                /* The rest keep their slots: their events point at them. */
+                l->sources[i] = (LoopSource){ .loop = l, .ev = NULL };
+                return 0;
+        }
+        return -ENOENT;
 }
 
 static void bus_dispatch(evutil_socket_t fd, short what, void *arg) {

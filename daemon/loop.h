@@ -26,6 +26,8 @@ int loop_add_signal(Loop *l, int signo, LoopCallback cb, void *userdata);
 
 /* Calls cb whenever fd is readable (a sampler, the proc connector ...). */
 int loop_add_fd(Loop *l, int fd, LoopCallback cb, void *userdata);
+/* Stops watching fd, before its owner closes it. Return: 0, or -ENOENT. */
+int loop_remove_fd(Loop *l, int fd);
 
 /* Dispatches bus whenever it has work; re-arms after every callback. */
 int loop_attach_bus(Loop *l, sd_bus *bus);

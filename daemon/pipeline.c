@@ -198,6 +198,13 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         return 0;
 }
 
+static void pipeline_close_proc_events(Pipeline *p) {
+        if (!p->procev)
+                return;
+        (void)loop_remove_fd(p->manager->loop, proc_events_fd(p->procev));
+        p->procev = proc_events_free(p->procev);
+}
+
 static void pipeline_on_proc_readable(void *userdata) {
         Pipeline *p = userdata;
         int r = proc_events_dispatch(p->procev);
@@ -206,7 +213,7 @@ static void pipeline_on_proc_readable(void *userdata) {
         else if (r < 0) {
                 /* Stay correct without it: the tick notices exits by reading /proc. */
                 log_warning_errno(r, "Proc connector failed, noticing exits on the tick only: %m");
-                p->procev = proc_events_free(p->procev);
+                pipeline_close_proc_events(p);
         }
 }
 
@@ -270,7 +277,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
         pipeline_close_actuators(p);
-        proc_events_free(p->procev);
+        pipeline_close_proc_events(p);
         wake_source_free(p->source);
         wake_batch_done(&p->batch);
         wake_graph_free(p->graph);
