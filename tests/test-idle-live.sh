@@ -6,7 +6,9 @@
 #      becomes 1) within a few ticks, and SIGTERM restores every value exactly;
 #   2. after SIGKILL the constraint stays until "placed --restore" puts every
 #      value back (and a second --restore changes nothing);
-#   3. power-first, with the same pair (which it packs), constrains nothing.
+#   3. power-first, with the same pair (which it packs), constrains nothing;
+#   4. latency-first releases the cap (and its journal record) when the pair
+#      stops, while placed keeps running.
 # Every PM QoS value and idle-state disable flag is snapshotted at the start
 # and checked (and put back, also on failure) at the end (lib/common.sh).
 # placed manages every task on the machine while it runs: run this when no
@@ -101,9 +103,26 @@ step_power_first() {
     ok "3. power-first packed the pair on CPU $(grep -m1 -o 'Placing pair group .* on CPUs [0-9]*' "$T/idle.log" | awk '{ print $NF }') and constrained nothing over 10 ticks"
 }
 
+step_released_when_stopped() {
+    start_latency_first
+    local t0
+    t0=$(now_ms)
+    pair_stop
+    if ! wait_for_ms 8000 no_idle_change; then
+        cat "$T/idle.log" >&2
+        fail "4. the cap on CPU $cpu outlived the pair by 8 s: $(idle_changes)"
+    fi
+    ! journal_live | grep -Eq "^(pm_qos|cpuidle) " || fail "4. released, but still journaled: $(journal_records)"
+    kill -0 "$placed_pid" 2>/dev/null || fail "4. placed is not running any more"
+    ok "4. pair stopped: the cap on CPU $cpu released $(($(now_ms) - t0)) ms later, placed still running"
+    placed_stop TERM
+    [ "$placed_rc" -eq 0 ] || fail "4. placed exited $placed_rc on SIGTERM"
+}
+
 live_step 1 step_latency_first_sigterm
 live_step 2 step_latency_first_sigkill
 live_step 3 step_power_first
+live_step 4 step_released_when_stopped
 
 live_check_restored
 ok "nothing left changed: $(wc -l <"$T/idle.start") idle values as at the start ($(tr '\n' ' ' <"$T/idle.start" | sed "s|$cpu_sys/||g"))"
