@@ -219,7 +219,9 @@ void wake_graph_params_default(WakeGraphParams *ret) {
                 .strong_min_share = 1.0 / 64,
                 .pair_min_share = 0.5,
                 .llc_size = 8,
-                .fanout_min_star = 0.8,
+                /* Not more: workers handing a contended lock to each other
+                 * wake each other for a third of the group's wakeups. */
+                .fanout_min_star = 0.6,
                 .edge_min_rate = 0.05,
                 .task_idle_ns = 10 * NSEC_PER_SEC,
         };

@@ -56,7 +56,7 @@ typedef struct WakeGraphParams {
                                        out- and in-rates (0.5) */
         unsigned llc_size;          /* wake_wide()'s factor: CPUs sharing an LLC (8) */
         double fanout_min_star;     /* fanout: share of the group's wake rate on the
-                                       master's edges (0.8) */
+                                       master's edges (0.6) */
         double edge_min_rate;       /* edges decayed below this many wakeups/s are dropped (0.05) */
         uint64_t task_idle_ns;      /* a task unseen this long is dropped (10 s) */
 } WakeGraphParams;

@@ -4,8 +4,9 @@
  * loaded on tp_btf/sched_waking and the perf tracepoint fallback, feeding the
  * real model while real workloads run: perf bench sched pipe (a pair),
  * perf bench sched messaging (meshes) and a master thread handing work to 8
- * worker threads over condition variables (a fanout); and the BPF source's
- * counts checked against the program's runs (every wakeup reported once).
+ * worker threads over condition variables (a fanout), each alone and all
+ * three at once, with either source; and the BPF source's counts checked
+ * against the program's runs (every wakeup reported once).
  *
  * Exits 77 when not root or when the kernel refuses the BPF program. If
  * tracefs is not mounted the perf test mounts it and unmounts it after.
@@ -166,27 +167,37 @@ static void test_bpf_pipe_pair(void **state) {
         check_pipe_pair(WAKE_SOURCE_BPF);
 }
 
-/* perf bench sched messaging -g 2: each of the two groups of 20 senders and
- * 20 receivers shows up as a mesh of the benchmark's children. */
-static void test_bpf_messaging_mesh(void **state) {
+/* perf bench sched messaging -g 2 as spawned as pid: how many meshes of its
+ * children (each of its two groups of 20 senders and 20 receivers is one). */
+static unsigned messaging_meshes(const Observer *o, pid_t pid) {
+        unsigned meshes = 0;
+        for (unsigned k = 0; k < o->n_groups; k++) {
+                const Group *g = &o->groups[k];
+                if (g->class == GROUP_MESH && g->n_tasks >= 20 && parent_of(g->tasks[0].tid) == pid)
+                        meshes++;
+        }
+        return meshes;
+}
+
+static char *messaging_argv[] = { "perf", "bench", "sched", "messaging", "-g",
+                                  "2",    "-l",    "4000",  NULL };
+
+static void check_messaging_mesh(WakeSourceKind kind) {
         Observer o;
-        observer_open(&o, WAKE_SOURCE_BPF, 2);
-        char *argv[] = { "perf", "bench", "sched", "messaging", "-g", "2", "-l", "4000", NULL };
-        pid_t pid = spawn(argv);
+        observer_open(&o, kind, 2);
+        pid_t pid = spawn(messaging_argv);
         unsigned meshes = 0;
         for (int i = 0; i < 4 && meshes < 2; i++) {
                 observer_tick(&o);
-                meshes = 0;
-                for (unsigned k = 0; k < o.n_groups; k++) {
-                        const Group *g = &o.groups[k];
-                        if (g->class == GROUP_MESH && g->n_tasks >= 20 &&
-                            parent_of(g->tasks[0].tid) == pid)
-                                meshes++;
-                }
+                meshes = messaging_meshes(&o, pid);
         }
         reap(pid);
         observer_close(&o);
         assert_int_equal(meshes, 2);
+}
+
+static void test_bpf_messaging_mesh(void **state) {
+        check_messaging_mesh(WAKE_SOURCE_BPF);
 }
 
 /* The program's runs so far (bpf_stats, enabled by the caller). */
@@ -313,39 +324,95 @@ static void *master_main(void *arg) {
         return NULL;
 }
 
-static void test_bpf_fanout(void **state) {
-        Work w = { .lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+typedef struct Fanout {
+        Work w;
         pthread_t workers[N_WORKERS], master;
-        for (unsigned i = 0; i < N_WORKERS; i++)
-                pthread_cond_init(&w.go[i], NULL);
+} Fanout;
 
-        Observer o;
-        observer_open(&o, WAKE_SOURCE_BPF, 2);
+static void fanout_start(Fanout *f) {
+        *f = (Fanout){ .w = { .lock = PTHREAD_MUTEX_INITIALIZER,
+                              .done = PTHREAD_COND_INITIALIZER } };
         for (unsigned i = 0; i < N_WORKERS; i++)
-                assert_int_equal(pthread_create(&workers[i], NULL, worker_main, &w), 0);
-        while (__atomic_load_n(&w.index_next, __ATOMIC_SEQ_CST) < N_WORKERS)
+                pthread_cond_init(&f->w.go[i], NULL);
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                assert_int_equal(pthread_create(&f->workers[i], NULL, worker_main, &f->w), 0);
+        while (__atomic_load_n(&f->w.index_next, __ATOMIC_SEQ_CST) < N_WORKERS)
                 sleep_ms(1);
-        assert_int_equal(pthread_create(&master, NULL, master_main, &w), 0);
+        assert_int_equal(pthread_create(&f->master, NULL, master_main, &f->w), 0);
+        while (__atomic_load_n(&f->w.master_tid, __ATOMIC_SEQ_CST) == 0)
+                sleep_ms(1);
+}
 
+static void fanout_stop(Fanout *f) {
+        pthread_mutex_lock(&f->w.lock);
+        f->w.stop = true;
+        pthread_cond_broadcast(&f->w.done);
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                pthread_cond_broadcast(&f->w.go[i]);
+        pthread_mutex_unlock(&f->w.lock);
+        pthread_join(f->master, NULL);
+        for (unsigned i = 0; i < N_WORKERS; i++)
+                pthread_join(f->workers[i], NULL);
+}
+
+/* The master and its 8 workers are one fanout, the master first. */
+static bool fanout_found(const Observer *o, const Fanout *f) {
+        const Group *g = group_with(o, f->w.master_tid);
+        return g && g->class == GROUP_FANOUT && g->n_tasks == N_WORKERS + 1 &&
+               g->tasks[0].tid == f->w.master_tid;
+}
+
+static void check_fanout(WakeSourceKind kind) {
+        Fanout f;
+        Observer o;
+        observer_open(&o, kind, 2);
+        fanout_start(&f);
         bool found = false;
         for (int i = 0; i < 3 && !found; i++) {
                 observer_tick(&o);
-                const Group *g = group_with(&o, w.master_tid);
-                found = g && g->class == GROUP_FANOUT && g->n_tasks == N_WORKERS + 1 &&
-                        g->tasks[0].tid == w.master_tid;
+                found = fanout_found(&o, &f);
         }
-
-        pthread_mutex_lock(&w.lock);
-        w.stop = true;
-        pthread_cond_broadcast(&w.done);
-        for (unsigned i = 0; i < N_WORKERS; i++)
-                pthread_cond_broadcast(&w.go[i]);
-        pthread_mutex_unlock(&w.lock);
-        pthread_join(master, NULL);
-        for (unsigned i = 0; i < N_WORKERS; i++)
-                pthread_join(workers[i], NULL);
+        fanout_stop(&f);
         observer_close(&o);
         assert_true(found);
+}
+
+static void test_bpf_fanout(void **state) {
+        check_fanout(WAKE_SOURCE_BPF);
+}
+
+/* The pipe pair (exactly its two tasks), the two meshes of messaging -g 2 and
+ * the fanout, all at once, each told apart within four reads. */
+static void check_mix(WakeSourceKind kind) {
+        char *pipe_argv[] = { "perf", "bench", "sched", "pipe", "-l", "50000000", NULL };
+        Observer o;
+        Fanout f;
+        observer_open(&o, kind, 2);
+        pid_t pipe_pid = spawn(pipe_argv), mesh_pid = spawn(messaging_argv);
+        fanout_start(&f);
+        bool pair = false, fan = false;
+        unsigned meshes = 0;
+        for (int i = 0; i < 4 && !(pair && fan && meshes == 2); i++) {
+                observer_tick(&o);
+                const Group *g = group_with(&o, pipe_pid);
+                pair = g && g->class == GROUP_PAIR && g->n_tasks == 2 &&
+                       (g->tasks[0].tid == pipe_pid || g->tasks[1].tid == pipe_pid);
+                fan = fanout_found(&o, &f);
+                meshes = messaging_meshes(&o, mesh_pid);
+        }
+        fanout_stop(&f);
+        reap(pipe_pid);
+        reap(mesh_pid);
+        observer_close(&o);
+        print_message("mix: pair %s, fanout %s, %u meshes\n", pair ? "found" : "missing",
+                      fan ? "found" : "missing", meshes);
+        assert_true(pair);
+        assert_true(fan);
+        assert_int_equal(meshes, 2);
+}
+
+static void test_bpf_mix(void **state) {
+        check_mix(WAKE_SOURCE_BPF);
 }
 
 static bool tracefs_present(void) {
@@ -361,12 +428,32 @@ static int teardown_tracefs(void **state) {
         return tracefs_mounted ? -1 : 0;
 }
 
-static void test_perf_pipe_pair(void **state) {
+static void need_tracefs(void) {
         if (!tracefs_present()) {
                 assert_int_equal(mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL), 0);
                 tracefs_mounted = true;
         }
+}
+
+/* The perf fallback (forced, as wake_source = perf does) passes the same tests. */
+static void test_perf_pipe_pair(void **state) {
+        need_tracefs();
         check_pipe_pair(WAKE_SOURCE_PERF);
+}
+
+static void test_perf_messaging_mesh(void **state) {
+        need_tracefs();
+        check_messaging_mesh(WAKE_SOURCE_PERF);
+}
+
+static void test_perf_fanout(void **state) {
+        need_tracefs();
+        check_fanout(WAKE_SOURCE_PERF);
+}
+
+static void test_perf_mix(void **state) {
+        need_tracefs();
+        check_mix(WAKE_SOURCE_PERF);
 }
 
 int main(void) {
@@ -390,9 +477,13 @@ int main(void) {
                 cmocka_unit_test(test_bpf_pipe_pair),
                 cmocka_unit_test(test_bpf_messaging_mesh),
                 cmocka_unit_test(test_bpf_fanout),
+                cmocka_unit_test(test_bpf_mix),
                 cmocka_unit_test(test_bpf_counts_exact),
                 cmocka_unit_test(test_bpf_counts_exact_evicting),
                 cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_messaging_mesh, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_fanout, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_mix, teardown_tracefs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
