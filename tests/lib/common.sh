@@ -222,6 +222,9 @@ live_placed_start() {
     local name=$1
     shift
     [ -f "$T/$name.conf" ] || live_config "$name"
+    # Not the previous run's log: the child truncates it only once it runs,
+    # and a wait below could read the old " started: " first.
+    rm -f "$T/$name.log"
     "$placed_bin" --foreground --bus none --interval-ms 200 --config "$T/$name.conf" \
         --profiles-dir "$PLACED_SRC/conf/profiles" --journal-dir "$T/journal" "$@" \
         >"$T/$name.log" 2>&1 &
