@@ -538,8 +538,16 @@ static unsigned pipeline_log_changes(Pipeline *p, Manager *m, const Group *group
                 const PlanGroup *old = p->plan ? plan_find_group(p->plan, g->id) : NULL;
                 bool was = old && old->managed, is = pg && pg->managed;
 
-                if (!was && !is)
+                if (!was && !is) {
+                        /* Why a non-solo group stays with the kernel, when the why changes. */
+                        if (pg && g->class != GROUP_SOLO &&
+                            (!old || strcmp(old->reason, pg->reason) != 0))
+                                log_debug("Leaving %s group %" PRIu64 " (first task %d) to the "
+                                          "kernel: %s",
+                                          group_class_to_string(g->class), g->id,
+                                          (int)g->tasks[0].tid, pg->reason);
                         continue;
+                }
                 if (was && is && cpuset_equal(&old->cpus, &pg->cpus))
                         continue;
                 changes++;

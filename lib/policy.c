@@ -172,9 +172,12 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
                 set_reason(pg, "pair: the profile leaves pairs to the kernel");
                 return leave(pg);
         }
-        /* Once on one CPU (by placed, or by whoever pinned it), a lockstep
-         * pair runs flat out: its utilisation then says nothing about fit. */
-        bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1;
+        /* Once on one CPU (by placed, by whoever pinned it, or by the
+         * kernel's own wake_affine this time), a lockstep pair runs flat out:
+         * its utilisation then says nothing about fit, as long as it is one
+         * CPU's worth and not two tasks running at once. */
+        bool stacked = cpuset_count(&g->ran_on) == 1 && g->util <= 1.05;
+        bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1 || stacked;
         if (!packed && g->util * 100 > c->p->pair_max_util_pct) {
                 set_reason(pg, "pair: needs %.0f%% of a CPU, more than pair_max_util_pct=%u",
                            g->util * 100, c->p->pair_max_util_pct);

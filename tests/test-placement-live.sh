@@ -88,7 +88,7 @@ step_excluded() {
 step_pinned() {
     pair_start taskset -c 1
     pair_is 1 1 || fail "6. taskset -c 1 did not pin the pair: $(pair_affinity)"
-    live_placed_start balanced --log-level debug
+    live_placed_start balanced
     if ! wait_for_ms 3000 grep -q "Task $pair_parent left alone: refused-narrowed" "$T/balanced.log"; then
         grep -v '^<7>' "$T/balanced.log" >&2
         fail "6. placed did not refuse the pinned pair as narrowed"

@@ -295,6 +295,22 @@ static void test_pair_too_big_left_alone(void **state) {
         assert_true(pg_of(plan, g)->managed);
         assert_true(cpuset_equal(&pg_of(plan, g)->cpus, &one));
         plan_free(plan);
+
+        /* Kept on CPU 1 by the kernel itself this time (both its tasks ran
+         * there, free to go anywhere): placed makes that stick. */
+        g->cpus = s.t->online;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(pg_of(plan, g)->managed);
+        assert_true(cpuset_equal(&pg_of(plan, g)->cpus, &one));
+        plan_free(plan);
+
+        /* Two tasks running at once on two CPUs (1.6 CPUs) is not a stack. */
+        CpuSet both = set_of("0-1");
+        g->util = 1.6;
+        g->ran_on = both;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_false(pg_of(plan, g)->managed);
+        plan_free(plan);
         scenario_done(&s);
 }
 

@@ -187,7 +187,7 @@ wait_packed() {
     local t0
     t0=$(now_ms)
     if ! wait_for_ms 3000 pair_packed; then
-        cat "$1" >&2
+        grep -v 'left alone' "$1" >&2
         fail "pair not packed 3 s after placed started: affinities $(pair_affinity)"
     fi
     packed_ms=$(($(now_ms) - t0))
@@ -225,8 +225,10 @@ live_placed_start() {
     # Not the previous run's log: the child truncates it only once it runs,
     # and a wait below could read the old " started: " first.
     rm -f "$T/$name.log"
-    "$placed_bin" --foreground --bus none --interval-ms 200 --config "$T/$name.conf" \
-        --profiles-dir "$PLACED_SRC/conf/profiles" --journal-dir "$T/journal" "$@" \
+    # Debug level: a failure shows why placed left a group alone.
+    "$placed_bin" --foreground --bus none --interval-ms 200 --log-level debug \
+        --config "$T/$name.conf" --profiles-dir "$PLACED_SRC/conf/profiles" \
+        --journal-dir "$T/journal" "$@" \
         >"$T/$name.log" 2>&1 &
     placed_pid=$!
     echo "$placed_pid" >>"$_live_placed"
