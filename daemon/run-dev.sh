@@ -25,5 +25,13 @@ fi
 "$bin/placed" --foreground --bus "$bus" --config "$src/conf/placed.conf" \
     --profiles-dir "$src/conf/profiles" "$@" &
 placed_pid=$!
-trap 'kill -TERM $placed_pid 2>/dev/null; wait $placed_pid; [ -n "${bus_pid:-}" ] && kill $bus_pid 2>/dev/null' INT TERM EXIT
-wait $placed_pid
+# Not a trap string of commands: under set -e the first one to fail (placed
+# already gone after Ctrl-C) would end the shell before the bus is stopped.
+cleanup() {
+    trap - INT TERM EXIT
+    kill -TERM "$placed_pid" 2>/dev/null || true
+    wait "$placed_pid" 2>/dev/null || true
+    if [ -n "${bus_pid:-}" ]; then kill "$bus_pid" 2>/dev/null || true; fi
+}
+trap cleanup INT TERM EXIT
+wait "$placed_pid"
