@@ -20,7 +20,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +165,7 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         TaskId *grown;
 
         if (!p->affinity || !tgid_managed(p, tgid) ||
-            task_stats_read(p->manager->opts.procfs_root, 0, ev->pid, &ts) < 0)
+            task_stats_read(p->manager->opts.procfs_root, ev->tgid, ev->pid, &ts) < 0)
                 return;
         for (unsigned i = 0; i < p->n_managed; i++) {
                 WakeGraphTask t;
@@ -355,22 +354,16 @@ static void pipeline_sample(Pipeline *p, Manager *m, uint64_t now_ns) {
 
 /* Where each group's tasks may run now, and where they ran during the tick. */
 static void pipeline_fill_group_cpus(const Pipeline *p, Group *g) {
-        cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
-        size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
-
         cpuset_zero(&g->cpus);
         cpuset_zero(&g->ran_on);
-        for (unsigned i = 0; set && i < g->n_tasks; i++) {
+        for (unsigned i = 0; i < g->n_tasks; i++) {
                 uint32_t last;
+                CpuSet allowed;
                 if (u64map_get(p->last_cpu, (uint64_t)g->tasks[i].tid, &last))
                         cpuset_set(&g->ran_on, (int)last); /* as sampled this tick */
-                if (sched_getaffinity(g->tasks[i].tid, size, set) < 0)
-                        continue;
-                for (int cpu = 0; cpu < (int)p->manager->topo->n_cpus; cpu++)
-                        if (CPU_ISSET_S(cpu, size, set))
-                                cpuset_set(&g->cpus, cpu);
+                if (act_affinity_get(g->tasks[i].tid, &allowed) == 0)
+                        cpuset_or(&g->cpus, &g->cpus, &allowed);
         }
-        CPU_FREE(set);
 }
 
 static int pipeline_model(Pipeline *p, Manager *m, uint64_t now_ns, Group **ret, unsigned *ret_n) {

@@ -107,7 +107,7 @@ static int read_task_checked(const char *procfs_root, const TaskId *id, Affinity
         return ret->start_time == id->start_time ? 0 : -ESRCH;
 }
 
-static int get_affinity(pid_t tid, CpuSet *ret) {
+int act_affinity_get(pid_t tid, CpuSet *ret) {
         cpu_set_t *set = CPU_ALLOC(CPUSET_MAX_CPUS);
         size_t size = CPU_ALLOC_SIZE(CPUSET_MAX_CPUS);
         if (!set)
@@ -115,10 +115,14 @@ static int get_affinity(pid_t tid, CpuSet *ret) {
         CPU_ZERO_S(size, set);
         int r = sched_getaffinity(tid, size, set) < 0 ? negative_errno() : 0;
         if (r == 0) {
+                /* Every tick, for every task of every group: stop at the last CPU set. */
+                int left = CPU_COUNT_S(size, set);
                 cpuset_zero(ret);
-                for (int c = 0; c < CPUSET_MAX_CPUS; c++)
-                        if (CPU_ISSET_S(c, size, set))
+                for (int c = 0; c < CPUSET_MAX_CPUS && left > 0; c++)
+                        if (CPU_ISSET_S(c, size, set)) {
                                 cpuset_set(ret, c);
+                                left--;
+                        }
         }
         CPU_FREE(set);
         return r;
@@ -288,7 +292,7 @@ int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
         AffinityResult res = check_owner(a, &t);
         CpuSet full, current, target;
         if (res == AFFINITY_SET) {
-                r = get_affinity(id->tid, &current);
+                r = act_affinity_get(id->tid, &current);
                 if (r < 0)
                         return r;
                 task_cpuset(a, id->tid, &full);
@@ -344,7 +348,7 @@ int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creato
         int r = read_task_checked(a->procfs_root, child, &t);
         if (r < 0)
                 return r;
-        r = get_affinity(child->tid, &current);
+        r = act_affinity_get(child->tid, &current);
         if (r < 0)
                 return r;
         if (!cpuset_equal(&current, &placed_mask))
@@ -376,7 +380,7 @@ int act_affinity_release(ActAffinity *a, const TaskId *id) {
         AffinityTask t;
         int r = read_task_checked(a->procfs_root, id, &t);
         if (r == 0)
-                r = get_affinity(id->tid, &current);
+                r = act_affinity_get(id->tid, &current);
         if (r == -ESRCH || (r == 0 && ownership(a, key, &current) <= 0))
                 return journal_forget(a->opts.journal, ACT_AFFINITY_KIND, key) < 0 ? -EIO : 0;
         if (r < 0)
@@ -405,7 +409,7 @@ static int ops_read(const char *key, char **ret, void *userdata) {
         r = read_task_checked(userdata, &id, &t);
         if (r < 0)
                 return r;
-        r = get_affinity(id.tid, &cur);
+        r = act_affinity_get(id.tid, &cur);
         if (r < 0)
                 return r;
         return cpuset_to_string(&cur, ret);

@@ -69,6 +69,13 @@ int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret);
 ActAffinity *act_affinity_free(ActAffinity *a);
 
 /*
+ * act_affinity_get() - tid's allowed CPUs now (sched_getaffinity()).
+ *
+ * Return: 0; -ESRCH when the thread is gone; other negative errno.
+ */
+int act_affinity_get(pid_t tid, CpuSet *ret);
+
+/*
  * act_affinity_read_task() - read tid's identity and scheduling facts from
  * procfs_root/TID/stat and status.
  *

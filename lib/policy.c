@@ -415,12 +415,13 @@ static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup 
         bool widen = prev && prev->managed && over_budget;
         pg->widen = prev ? prev->widen + (widen ? 1 : 0) : 0;
 
-        if (prev && !prev->waiting && !widen && prev_still_valid(prev, &allowed) &&
-            c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL) {
-                *pg = *prev; /* the decision stands for dwell_ms */
-        } else if (g->unmeasured && prev && !prev->waiting && !widen &&
-                   prev_still_valid(prev, &allowed)) {
-                *pg = *prev; /* a new member: keep the group where it is until measured */
+        /* The previous decision stands for dwell_ms, and while a new member
+         * keeps the group unmeasured. */
+        bool keep = prev && !prev->waiting && !widen && prev_still_valid(prev, &allowed) &&
+                    (g->unmeasured ||
+                     c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL);
+        if (keep) {
+                *pg = *prev;
         } else if (g->class == GROUP_SOLO) {
                 set_reason(pg, "solo: no strong wake relation; left to the kernel");
                 leave(pg);
