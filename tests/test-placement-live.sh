@@ -157,19 +157,27 @@ placed_pinned_group() {
     done
 }
 
+# stays_unpinned STEP WHAT MS PGID: every task of the workload started as
+# PGID keeps all CPUs for MS, placed logs no narrower group of it, and a
+# SIGTERM leaves the journal empty.
+stays_unpinned() {
+    local step=$1 what=$2 ms=$3 pgid=$4 said
+    stays "$T/balanced.log" "$ms" all_tasks_full "$pgid" || fail "$step. $what: tasks were pinned"
+    said=$(placed_pinned_group "$T/balanced.log" "$pgid")
+    [ -z "$said" ] || fail "$step. placed pinned $what: $said"
+    live_kill "$pgid"
+    placed_stop TERM
+    [ -z "$(journal_records)" ] || fail "$step. journal not empty: $(journal_records)"
+}
+
 step_mesh() {
-    local mesh said
+    local mesh
     live_placed_start balanced
     live_spawn perf bench sched messaging -g 2 -l 5000
     mesh=$!
     sleep 0.3
     [ "$(pgrep -g "$mesh" | wc -l)" -gt 10 ] || fail "8a. hackbench did not start its processes"
-    stays "$T/balanced.log" 4000 all_tasks_full "$mesh" || fail "8a. hackbench tasks were pinned"
-    said=$(placed_pinned_group "$T/balanced.log" "$mesh")
-    [ -z "$said" ] || fail "8a. placed pinned hackbench groups: $said"
-    live_kill "$mesh"
-    placed_stop TERM
-    [ -z "$(journal_records)" ] || fail "8a. journal not empty: $(journal_records)"
+    stays_unpinned 8a "hackbench groups" 4000 "$mesh"
     ok "8a. hackbench -g 2 stays on $all for 4 s (20 ticks)"
 }
 
@@ -179,12 +187,7 @@ step_fanout() {
     live_placed_start balanced
     live_spawn "$fanout_bin" -w 8 -s 3
     fan=$!
-    stays "$T/balanced.log" 2800 all_tasks_full "$fan" || fail "8b. fan-out threads were pinned"
-    said=$(placed_pinned_group "$T/balanced.log" "$fan")
-    [ -z "$said" ] || fail "8b. placed pinned the fan-out: $said"
-    live_kill "$fan"
-    placed_stop TERM
-    [ -z "$(journal_records)" ] || fail "8b. journal not empty: $(journal_records)"
+    stays_unpinned 8b "the fan-out" 2800 "$fan"
     said=$(grep -Eo '(Placing|Handing) [a-z]+ group [0-9]+ \(.*fanout/.*' "$T/balanced.log" |
         cut -c1-100 | sort -u | tr '\n' ';' || true)
     ok "8b. fanout -w 8 stays on $all for 3 s; placed said: ${said:-nothing about it}"
