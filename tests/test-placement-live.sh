@@ -70,16 +70,23 @@ step_sigkill_and_restore() {
     ok "3. SIGKILL: pair stays on CPU $cpu; placed --restore: $first; again: exit 0, no change"
 }
 
+# decided_untouched STEP LOG PATTERN WHAT: placed logs PATTERN for the pair
+# within 3 s (so it did decide), yet the pair keeps all CPUs for 1.5 s and is
+# never journaled.
+decided_untouched() {
+    local step=$1 log=$2 pattern=$3 what=$4
+    if ! wait_for_ms 3000 grep -q "$pattern" "$log"; then
+        cat "$log" >&2
+        fail "$step. placed never decided for the pair ($what), so this is not tested"
+    fi
+    stays "$log" 1500 pair_is "$all" "$all" || fail "$step. $what changed the pair: $(pair_affinity)"
+    ! journal_ever_task "$pair_parent" "$pair_child" || fail "$step. $what journaled: $(journal_records)"
+}
+
 step_excluded() {
     pair_start
     live_placed_start exclude
-    # placed decides for the pair (and logs it) but must not apply it.
-    if ! wait_for_ms 3000 grep -q "Placing pair group .*sched-pipe" "$T/exclude.log"; then
-        cat "$T/exclude.log" >&2
-        fail "5. placed never decided for the excluded pair, so exclusion is not tested"
-    fi
-    stays "$T/exclude.log" 1500 pair_is "$all" "$all" || fail "5. excluded pair changed: $(pair_affinity)"
-    ! journal_ever_task "$pair_parent" "$pair_child" || fail "5. excluded tasks journaled: $(journal_records)"
+    decided_untouched 5 "$T/exclude.log" "Placing pair group .*sched-pipe" "exclusion"
     placed_stop TERM
     [ "$placed_rc" -eq 0 ] || fail "5. placed exited $placed_rc"
     ok "5. excluded pair (comm sched-pipe) decided for but untouched: $(pair_affinity) over 7 ticks"
@@ -196,12 +203,7 @@ step_fanout() {
 step_dry_run() {
     pair_start
     live_placed_start balanced --dry-run
-    if ! wait_for_ms 3000 grep -q "Would place pair group .*sched-pipe" "$T/balanced.log"; then
-        cat "$T/balanced.log" >&2
-        fail "9. --dry-run did not report the pair"
-    fi
-    stays "$T/balanced.log" 1500 pair_is "$all" "$all" || fail "9. --dry-run changed the pair: $(pair_affinity)"
-    ! journal_ever_task "$pair_parent" "$pair_child" || fail "9. --dry-run journaled: $(journal_records)"
+    decided_untouched 9 "$T/balanced.log" "Would place pair group .*sched-pipe" "--dry-run"
     placed_stop TERM
     pair_is "$all" "$all" || fail "9. --dry-run changed the pair on exit: $(pair_affinity)"
     ok "9. --dry-run: \"$(grep -m1 -o 'Would place pair group [^:]*' "$T/balanced.log")\", affinity unchanged"
