@@ -41,10 +41,12 @@
  *     Snapshot() -> s   the policy's input of the last tick as JSON (format in
  *                     lib/policy.h); "placed --plan --snapshot FILE" replays it
  *     CpuStats() -> a(udddua(sdt))  per CPU with figures for the last tick
- *                     (online, cpuidle present, after the second tick): cpu,
- *                     busy fraction, idle entries/s, deepest state's share
- *                     of idle time, number of states, and per state name,
- *                     residency fraction of the tick, exit latency (us)
+ *                     (online, after the second tick): cpu, busy fraction,
+ *                     idle entries/s (without a cpuidle driver: interrupts/s,
+ *                     the bound of its idle exits), deepest state's share
+ *                     of idle time, number of states (0 without a cpuidle
+ *                     driver), and per state name, residency fraction of the
+ *                     tick, exit latency (us)
  *     HoldProfile(s profile, s reason) -> u cookie   UnknownProfile, TooManyHolds
  *     ReleaseProfile(u cookie)                  UnknownHold
  *
@@ -383,7 +385,7 @@ static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const I
                                           (uint32_t)st->n_states);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(sdt)");
-        for (unsigned s = 0; r >= 0 && s < st->n_states && s < ic->n_states; s++)
+        for (unsigned s = 0; r >= 0 && ic && s < st->n_states && s < ic->n_states; s++)
                 r = sd_bus_message_append(reply, "(sdt)", ic->states[s].name, st->state_frac[s],
                                           ic->states[s].exit_latency_us);
         if (r >= 0)
@@ -403,9 +405,10 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(udddua(sdt))");
-        for (unsigned i = 0; r >= 0 && s && i < n; i++) {
-                const IdleCpu *ic = idle_sampler_cpu(s, i); /* stats are indexed by CPU */
-                if (stats[i].valid && ic)                   /* offline, or before the second tick */
+        for (unsigned i = 0; r >= 0 && i < n; i++) {
+                /* Stats are indexed by CPU; no sampler: no cpuidle states. */
+                const IdleCpu *ic = s ? idle_sampler_cpu(s, i) : NULL;
+                if (stats[i].valid && (ic || !s)) /* offline, or before the second tick */
                         r = bus_append_cpu(reply, &stats[i], ic);
         }
         if (r >= 0)

@@ -67,8 +67,8 @@ typedef struct ProcEventsStats {
  *
  * Return: 0 and *ret; -EPERM when the kernel requires CAP_NET_ADMIN or
  * refuses a listener outside the initial PID/user namespace; -EOPNOTSUPP
- * when the kernel ignored the subscription (outside them, older kernels); -ECONNREFUSED (or -EPROTONOSUPPORT) without a
- * connector (other network namespace); -ENOMEM; -EIO for other libnl
+ * when the kernel ignored the subscription (outside them, older kernels); -ECONNREFUSED (or
+ * -EPROTONOSUPPORT) without a connector (other network namespace); -ENOMEM; -EIO for other libnl
  * failures. *ret untouched on failure.
  */
 int proc_events_new(ProcEventsCallback cb, void *userdata, ProcEvents **ret);
