@@ -412,6 +412,7 @@ static int pipeline_decide(Pipeline *p, Manager *m, const Group *groups, unsigne
                 .profile = m->profile,
                 .prev = prev,
                 .now_ns = now_ns,
+                .advise = m->mode == MANAGER_ADVISE,
         };
         return policy_decide(&in, ret);
 }

@@ -112,7 +112,7 @@ check_introspection() {
         PlacementChanged; do
         grep -q "^\.$member " "$T/introspect" || fail "introspection lacks $member"
     done
-    grep -q '^\.ListGroups .*a(tsaudtdss)' "$T/introspect" || fail "ListGroups signature changed"
+    grep -q '^\.ListGroups .*a(tsaudtdss(sdddd))' "$T/introspect" || fail "ListGroups signature changed"
     grep -q '^\.ActiveProfile .*emits-change' "$T/introspect" || fail "ActiveProfile does not emit"
     grep -q '^\.WakeGraph .*a(uussdt)a(uudb)' "$T/introspect" || fail "WakeGraph signature changed"
     grep -q '^\.CpuStats .*a(udddua(sdt))' "$T/introspect" || fail "CpuStats signature changed"
@@ -243,7 +243,7 @@ check_reload() {
 groups_agree() {
     local n
     n=$(prop Groups | cut -d' ' -f2)
-    "${B[@]}" call "${OBJ[@]}" ListGroups | grep -q "^a(tsaudtdss) $n\b"
+    "${B[@]}" call "${OBJ[@]}" ListGroups | grep -q "^a(tsaudtdss(sdddd)) $n\b"
 }
 check_groups_explain() {
     wait_for 5 groups_agree || fail "ListGroups '$("${B[@]}" call "${OBJ[@]}" ListGroups)' disagrees with $(prop Groups)"
@@ -470,6 +470,29 @@ groups = json.load(sys.stdin)["data"][0]
 sys.exit(0 if any(g[1] == "pair" and set(g[2]) == tids for g in groups) else 1)' "$bench" "$child"
     }
     wait_for 10 pair_listed || fail "no pair of $bench and $child in ListGroups: $(bj ListGroups)"
+
+    # Tried, not judged: in advise mode nothing is applied, so nothing is measured placed.
+    pair_on_trial() {
+        bj ListGroups | python3 -c '
+import json, sys
+tids = {int(sys.argv[1]), int(sys.argv[2])}
+g = [g for g in json.load(sys.stdin)["data"][0] if set(g[2]) == tids][0]
+verdict, before, after = g[8][0], g[8][1], g[8][2]
+sys.exit(0 if verdict == "running" and before > 1000 and after == 0 else 1)' "$bench" "$child"
+    }
+    wait_for 5 pair_on_trial || fail "the pair is not on trial in advise mode: $(bj ListGroups)"
+    pc_rc 0 explain "$bench"
+    grep -q "Trial running: [0-9]* handoffs/s and [0-9]* us run-queue delay left to the kernel, placed not measured yet" "$T/pc.out" ||
+        fail "explain does not show the trial: $(cat "$T/pc.out")"
+    pc_rc 0 groups
+    grep -Eq "^[0-9]+ +pair .* running [0-9]+->0/s +([0-9]+,)?$bench" "$T/pc.out" ||
+        fail "groups does not show the trial: $(cat "$T/pc.out")"
+    pc_rc 0 --json groups
+    python3 -c '
+import json, sys
+gs = json.load(open(sys.argv[1]))
+assert any(g["trial"]["verdict"] == "running" and g["trial"]["before_rate"] > 0 for g in gs), gs' "$T/pc.out" ||
+        fail "groups --json has no trial: $(cat "$T/pc.out")"
 
     bj WakeGraph | python3 -c '
 import json, sys
