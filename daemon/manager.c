@@ -150,15 +150,9 @@ static int manager_open_journal(Manager *m) {
         const char *dir = m->opts.journal_dir ? m->opts.journal_dir : m->config.journal_dir;
         m->journal_dir = dir;
 
-        int r = journal_lock(dir, &m->journal_lock_fd);
-        if (r == -EWOULDBLOCK)
-                return log_error_errno(r, "Another placed holds the undo journal in \"%s\".", dir);
+        int r = restore_open_journal(dir, &m->journal_lock_fd, &m->journal);
         if (r < 0)
-                return log_error_errno(r, "Failed to lock the undo journal in \"%s\": %m", dir);
-
-        r = journal_open(dir, &m->journal);
-        if (r < 0)
-                return log_error_errno(r, "Failed to open the undo journal in \"%s\": %m", dir);
+                return r;
         return manager_restore_leftovers(m);
 }
 

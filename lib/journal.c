@@ -658,9 +658,9 @@ static RestoreOutcome restore_one(const JournalEntry *e, const JournalKindOps *o
                 return RESTORE_FAILED;
         }
         if (ops->validate) {
-                int r = ops->validate(e->key, e->original, ret_why, ops->userdata);
+                int r = ops->validate(e->key, e->original, ret_why, ops->validate_userdata);
                 if (r >= 0)
-                        r = ops->validate(e->key, e->applied, ret_why, ops->userdata);
+                        r = ops->validate(e->key, e->applied, ret_why, ops->validate_userdata);
                 if (r < 0) {
                         *ret_error = r;
                         return RESTORE_FAILED;

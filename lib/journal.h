@@ -42,8 +42,10 @@ typedef struct JournalKindOps {
         /* Checks a key and one of its values (the original, then the applied)
          * before anything is read or written; NULL = anything goes. Return: 0,
          * or negative errno with *ret_why (static text) saying what is wrong. */
-        int (*validate)(const char *key, const char *value, const char **ret_why, void *userdata);
-        void *userdata;
+        int (*validate)(const char *key, const char *value, const char **ret_why,
+                        void *validate_userdata);
+        void *userdata;          /* for read and write */
+        void *validate_userdata; /* for validate */
 } JournalKindOps;
 
 typedef struct JournalRestoreStats {
