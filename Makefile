@@ -68,6 +68,9 @@ PLACECTL_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACECTL_SRCS))
 TEST_SRCS := $(wildcard tests/test-*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
+# Helpers the shell tests run (a fake polkit, a bus client).
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/helpers/%,$(wildcard tests/helpers/*.c))
+
 # Workloads for the benchmarks and the real placement tests.
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
@@ -136,6 +139,10 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
+
 $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lpthread
@@ -176,9 +183,9 @@ fuzz:
 run: all
 	daemon/run-dev.sh $(BUILD)
 
-check-unit: all $(TEST_BINS)
+check-unit: all $(TEST_BINS) $(HELPER_BINS)
 
-check: all $(TEST_BINS) $(BENCH_BINS) $(REPLAY_BINS)
+check: all $(TEST_BINS) $(BENCH_BINS) $(REPLAY_BINS) $(HELPER_BINS)
 	@tests/run-tests.sh $(BUILD)
 
 check-sanitize:

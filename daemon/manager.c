@@ -188,6 +188,7 @@ int manager_start(Manager *m) {
         if (!config_find_profile(&m->config, name))
                 return log_error_errno(ENOENT, "Unknown profile \"%s\".", name);
         snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        m->profile_chosen = m->opts.profile != NULL;
         (void)manager_update_profile(m);
 
         m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
@@ -279,6 +280,11 @@ int manager_reload(Manager *m, char **err) {
                 log_warning("Profile \"%s\" is gone after the reload; using \"%s\".",
                             m->selected_profile, m->config.profile);
                 snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
+        } else if (!m->profile_chosen && strcmp(m->selected_profile, m->config.profile) != 0) {
+                /* Nobody chose the running one: the configured default is the choice. */
+                log_info("The configured default profile is now \"%s\" (was \"%s\").",
+                         m->config.profile, m->selected_profile);
+                snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
         }
         (void)manager_update_profile(m);
 
@@ -298,6 +304,7 @@ int manager_set_profile(Manager *m, const char *name) {
         if (!config_find_profile(&m->config, name))
                 return -ENOENT;
         snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        m->profile_chosen = true;
         return manager_update_profile(m);
 }
 
