@@ -5,7 +5,8 @@
 #     served and ticks go on meanwhile; the caller is denied after the
 #     timeout; a polkit that answers late still lets the call through;
 #   - one client cannot take every profile hold (per-client limit);
-#   - a newline in a hold reason cannot forge a log line with its priority;
+#   - control characters in a hold reason can forge no log line (with its
+#     own priority) and no line in placectl's status table;
 #   - a reload applies a changed default profile unless a person chose one;
 #   - losing the bus is logged, and placed reconnects and serves its name.
 # Each of these failed on eb36bdd.
@@ -133,16 +134,22 @@ wait "$holder" || fail "the holding client failed"
 wait_for 5 prop_eq Holds 'a(uss) 0' || fail "holds outlived their client: $(prop Holds)"
 ok "one client holds at most 8 profiles; others still can"
 
-# --- a newline in a hold reason does not forge a log line
-"${B[@]}" call "${OBJ[@]}" HoldProfile ss balanced "$(printf 'x\n<0>FAKE EMERG')" >/dev/null ||
-    fail "HoldProfile with a newline in the reason failed"
+# --- a newline in a hold reason forges no log line, and no line in placectl's table
+placectl=$PLACED_BUILD/placectl
+"$placectl" --address "$ADDR" hold --reason "$(printf 'x\n<0>FAKE EMERG\033[2J')" balanced -- sleep 3 &
+hold_pid=$!
 wait_for 5 grep -q 'FAKE EMERG' "$T/placed.log" || fail "the reason was not logged"
 if grep -q '^<0>' "$T/placed.log"; then
     grep -n 'FAKE' "$T/placed.log"
     fail "a hold reason forged a log line of priority 0"
 fi
-grep -q 'x\\n<0>FAKE EMERG' "$T/placed.log" || fail "the reason was not escaped as x\\n<0>..."
-ok "a hold reason with a newline is logged escaped, on one line"
+grep -q 'x\\n<0>FAKE EMERG\\x1b\[2J' "$T/placed.log" || fail "the reason was not escaped as x\\n<0>..."
+"$placectl" --address "$ADDR" status >"$T/status" || fail "placectl status failed"
+grep -q 'Holds: balanced (cookie [0-9]*): x\\n<0>FAKE EMERG\\x1b\[2J$' "$T/status" ||
+    { cat -A "$T/status"; fail "placectl status did not show the reason escaped on one line"; }
+! grep -q "$(printf '\033')" "$T/status" || fail "placectl status printed a raw escape character"
+wait "$hold_pid" || fail "placectl hold failed"
+ok "a hold reason with control characters is escaped in the log and in placectl status"
 
 # --- reload applies a changed default profile unless a person chose one
 sed -i 's/^profile = balanced/profile = power-first/' "$T/etc/placed.conf"
