@@ -84,8 +84,8 @@ static const sd_bus_vtable authority_vtable[] = {
 
 static int run_polkit(sd_bus *bus) {
         int r = sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/PolicyKit1/Authority",
-                                         "org.freedesktop.PolicyKit1.Authority",
-                                         authority_vtable, NULL);
+                                         "org.freedesktop.PolicyKit1.Authority", authority_vtable,
+                                         NULL);
         if (r >= 0)
                 r = sd_bus_request_name(bus, "org.freedesktop.PolicyKit1", 0);
         if (r < 0) {
