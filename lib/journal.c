@@ -632,6 +632,10 @@ int journal_forget(Journal *j, const char *kind, const char *key) {
         return 1;
 }
 
+int journal_write_error(Journal *j) {
+        return j ? j->write_error : 0;
+}
+
 unsigned journal_size(Journal *j) {
         return j ? j->n_live : 0;
 }

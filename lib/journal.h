@@ -159,6 +159,13 @@ int journal_restore(Journal *j, const JournalKindOps *ops, unsigned n_ops,
 int journal_get(Journal *j, const char *kind, const char *key, const char **ret_original,
                 const char **ret_applied);
 
+/*
+ * journal_write_error() - the error of the last failed append, 0 once an
+ * append works again: callers that log per object can stay quiet while the
+ * journal is failing (it reported JOURNAL_EVENT_WRITE_FAILED once).
+ */
+int journal_write_error(Journal *j);
+
 /* Number of objects with unrestored records. */
 unsigned journal_size(Journal *j);
 

@@ -565,11 +565,13 @@ static void test_full_disk_fault_injection(void **state) {
         assert_int_equal(journal_record_change(j, "fake", "b", "0-3", "2"), -ENOSPC);
         assert_int_equal(faults.n_failed, 1); /* told once, not per record */
         assert_int_equal(faults.n_recovered, 0);
+        assert_int_equal(journal_write_error(j), -ENOSPC);
 
         faults.budget = -1;
         change(j, &f->world, "c", "2");
         assert_int_equal(faults.n_recovered, 1);
         assert_int_equal(faults.n_failed, 1);
+        assert_int_equal(journal_write_error(j), 0);
         journal_free(j);
 
         /* Every record in the file is whole: a and c restore, b was never changed. */
