@@ -5,6 +5,7 @@
 #   make run       run placed in the foreground from the tree (default profile)
 #   make check     every test; ends with "N passed, N failed, N skipped"
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
+#   make fuzz      each libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS (in build-fuzz/)
 #   make install   honours DESTDIR and PREFIX
 #
 # lib/*.c builds into build/libplaced.a, which the daemon, placectl and the
@@ -29,7 +30,7 @@ VERSION := 0.1.0
 DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	libsystemd-dev libcpupower-dev libnl-3-dev libnl-genl-3-dev libinih-dev \
 	libevent-dev libjson-c-dev libcmocka-dev dbus systemd rt-tests linux-perf \
-	stress-ng gnuplot-nox clang-format util-linux procps python3
+	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev
 
 PKGS := libsystemd libnl-3.0 libnl-genl-3.0 inih libevent libbpf json-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -67,6 +68,9 @@ PLACECTL_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACECTL_SRCS))
 TEST_SRCS := $(wildcard tests/test-*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
+# Helpers the shell tests run (a fake polkit, a bus client).
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/helpers/%,$(wildcard tests/helpers/*.c))
+
 # Workloads for the benchmarks and the real placement tests.
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
@@ -74,7 +78,24 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 CLANG_FORMAT ?= clang-format
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon tests -name '*.[ch]')
 
-.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench
+# Fuzzing (tests/fuzz/): one harness per reader of outside input. "make fuzz"
+# builds them with clang and libFuzzer and runs each for FUZZ_SECONDS, growing
+# a scratch corpus in $(FUZZ_BUILD)/corpus/ from the seeds in the tree. "make
+# check" links the same harnesses to a plain main() with ASan and UBSan and
+# replays the seeds once (tests/test-fuzz-corpus.sh); fuzz-selftest proves a
+# crashing harness fails that test.
+FUZZ_NAMES   := config snapshot journal replay
+FUZZ_SECONDS ?= 30
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SAN     := -fsanitize=address -fsanitize=undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+FUZZ_CFLAGS   = $(filter-out -MMD -MP,$(CFLAGS)) -Itests/fuzz
+REPLAY_LIB   := $(BUILD)/fuzz/libplaced-san.a
+REPLAY_BINS  := $(patsubst %,$(BUILD)/fuzz/replay-%,$(FUZZ_NAMES) selftest)
+FUZZER_LIB   := $(BUILD)/fuzz/libplaced-fuzzer.a
+FUZZER_BINS  := $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_NAMES))
+
+.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench fuzz fuzz-bins
 
 all: $(BUILD)/placed $(BUILD)/placectl
 
@@ -118,16 +139,53 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
+
 $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lpthread
 
+$(BUILD)/fuzz/san/%.o: lib/%.c | $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(FUZZ_SAN) -c $< -o $@
+
+$(REPLAY_LIB): $(patsubst lib/%.c,$(BUILD)/fuzz/san/%.o,$(LIB_SRCS))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/replay-main.c tests/fuzz/fuzz.h $(REPLAY_LIB)
+	$(CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -o $@ $< tests/fuzz/replay-main.c $(REPLAY_LIB) $(PKG_LIBS)
+
+$(BUILD)/fuzz/lf/%.o: lib/%.c | $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(FUZZER_LIB): $(patsubst lib/%.c,$(BUILD)/fuzz/lf/%.o,$(LIB_SRCS))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(FUZZER_LIB)
+	$(CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZER_LIB) $(PKG_LIBS)
+
+fuzz-bins: $(FUZZER_BINS)
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang fuzz-bins
+	@set -e; for n in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+		echo "== fuzz-$$n for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_BUILD)/fuzz/fuzz-$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n; \
+	done
+
 run: all
 	daemon/run-dev.sh $(BUILD)
 
-check-unit: all $(TEST_BINS)
+check-unit: all $(TEST_BINS) $(HELPER_BINS)
 
-check: all $(TEST_BINS) $(BENCH_BINS)
+check: all $(TEST_BINS) $(BENCH_BINS) $(REPLAY_BINS) $(HELPER_BINS)
 	@tests/run-tests.sh $(BUILD)
 
 check-sanitize:
@@ -163,7 +221,7 @@ bench: all $(BENCH_BINS)
 	bash tests/bench/sampler-cost.sh --build $(BUILD) $(SAMPLER_ARGS)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(PLACED_OBJS:.o=.d) $(PLACECTL_OBJS:.o=.d)
 .SECONDARY:

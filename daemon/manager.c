@@ -150,15 +150,9 @@ static int manager_open_journal(Manager *m) {
         const char *dir = m->opts.journal_dir ? m->opts.journal_dir : m->config.journal_dir;
         m->journal_dir = dir;
 
-        int r = journal_lock(dir, &m->journal_lock_fd);
-        if (r == -EWOULDBLOCK)
-                return log_error_errno(r, "Another placed holds the undo journal in \"%s\".", dir);
+        int r = restore_open_journal(dir, &m->journal_lock_fd, &m->journal);
         if (r < 0)
-                return log_error_errno(r, "Failed to lock the undo journal in \"%s\": %m", dir);
-
-        r = journal_open(dir, &m->journal);
-        if (r < 0)
-                return log_error_errno(r, "Failed to open the undo journal in \"%s\": %m", dir);
+                return r;
         return manager_restore_leftovers(m);
 }
 
@@ -194,6 +188,7 @@ int manager_start(Manager *m) {
         if (!config_find_profile(&m->config, name))
                 return log_error_errno(ENOENT, "Unknown profile \"%s\".", name);
         snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        m->profile_chosen = m->opts.profile != NULL;
         (void)manager_update_profile(m);
 
         m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
@@ -285,6 +280,11 @@ int manager_reload(Manager *m, char **err) {
                 log_warning("Profile \"%s\" is gone after the reload; using \"%s\".",
                             m->selected_profile, m->config.profile);
                 snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
+        } else if (!m->profile_chosen && strcmp(m->selected_profile, m->config.profile) != 0) {
+                /* Nobody chose the running one: the configured default is the choice. */
+                log_info("The configured default profile is now \"%s\" (was \"%s\").",
+                         m->config.profile, m->selected_profile);
+                snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
         }
         (void)manager_update_profile(m);
 
@@ -304,6 +304,7 @@ int manager_set_profile(Manager *m, const char *name) {
         if (!config_find_profile(&m->config, name))
                 return -ENOENT;
         snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        m->profile_chosen = true;
         return manager_update_profile(m);
 }
 

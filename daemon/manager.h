@@ -48,7 +48,8 @@ typedef struct Manager {
         ManagerOptions opts;
         Config config;
         char selected_profile[PROFILE_NAME_MAX]; /* chosen by --profile/config/SetProfile */
-        const Profile *profile;                  /* active: the newest hold's, else selected */
+        bool profile_chosen;    /* by a person (--profile, SetProfile): a reload keeps it */
+        const Profile *profile; /* active: the newest hold's, else selected */
         ManagerMode mode;
         unsigned interval_ms;
 

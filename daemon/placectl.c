@@ -578,16 +578,35 @@ static void print_cpus(json_object *cpus) {
                        wakeups / (double)n_quiet, STATUS_PCT(deepest / (double)n_quiet));
 }
 
+/* Prints outside text (a hold reason, a profile name) for a terminal: control
+ * characters escaped ("\\n", "\\x1b"), so they cannot fake lines or move the cursor. */
+static void print_text_escaped(const char *s) {
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '\n')
+                        fputs("\\n", stdout);
+                else if (c == '\t')
+                        fputs("\\t", stdout);
+                else if (c < 0x20 || c == 0x7f)
+                        printf("\\x%02x", c);
+                else
+                        putchar(c);
+        }
+}
+
 static void print_status_text(json_object *status, size_t n_groups, json_object *classes,
                               json_object *cpus) {
         json_object *profiles, *holds;
 
-        printf("      Profile: %s", status_str(status, "ActiveProfile"));
+        printf("      Profile: ");
+        print_text_escaped(status_str(status, "ActiveProfile"));
         if (json_object_object_get_ex(status, "Profiles", &profiles)) {
                 printf("  (of");
-                for (size_t i = 0; i < json_object_array_length(profiles); i++)
-                        printf(" %s",
-                               json_object_get_string(json_object_array_get_idx(profiles, i)));
+                for (size_t i = 0; i < json_object_array_length(profiles); i++) {
+                        printf(" ");
+                        print_text_escaped(
+                                json_object_get_string(json_object_array_get_idx(profiles, i)));
+                }
                 printf(")");
         }
         printf("\n         Mode: %s\n", status_str(status, "Mode"));
@@ -595,10 +614,11 @@ static void print_status_text(json_object *status, size_t n_groups, json_object 
             json_object_array_length(holds) > 0)
                 for (size_t i = 0; i < json_object_array_length(holds); i++) {
                         json_object *h = json_object_array_get_idx(holds, i);
-                        printf("%s %s (cookie %s): %s\n",
-                               i == 0 ? "        Holds:" : "             ",
-                               status_str(h, "profile"), status_str(h, "cookie"),
-                               status_str(h, "reason"));
+                        printf("%s ", i == 0 ? "        Holds:" : "             ");
+                        print_text_escaped(status_str(h, "profile"));
+                        printf(" (cookie %s): ", status_str(h, "cookie"));
+                        print_text_escaped(status_str(h, "reason"));
+                        printf("\n");
                 }
         else
                 printf("        Holds: none\n");
@@ -739,13 +759,16 @@ static int read_graph(sd_bus_message *reply, json_object *graph) {
         return r;
 }
 
-/* Prints s as the inside of a DOT string: quotes and backslashes escaped, control bytes '?'. */
+/* Prints s as the inside of a DOT string: quotes and backslashes escaped, control bytes
+ * as a visible "\\xHH" (never a raw newline that would end the label). */
 static void dot_print_escaped(const char *s) {
         for (; *s; s++)
                 if (*s == '"' || *s == '\\')
                         printf("\\%c", *s);
+                else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+                        printf("\\\\x%02x", (unsigned char)*s);
                 else
-                        putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+                        putchar(*s);
 }
 
 /* One node: "comm/tid", filled with its group's colour (set312 has 12). */
@@ -900,8 +923,10 @@ static int verb_explain(sd_bus *bus, const Args *a, const char *arg) {
                 json_object_object_add(o, "tid", json_object_new_int64((int64_t)tid));
                 json_object_object_add(o, "explanation", json_object_new_string(text));
                 print_json(o);
-        } else
-                printf("%s\n", text);
+        } else {
+                print_text_escaped(text);
+                printf("\n");
+        }
         sd_bus_message_unref(reply);
         return EXIT_OK;
 }
