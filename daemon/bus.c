@@ -45,8 +45,8 @@
  *                     lib/policy.h); "placed --plan --snapshot FILE" replays it
  *     CpuStats() -> a(udddua(sdt))  per CPU with figures for the last tick
  *                     (online, after the second tick): cpu, busy fraction,
- *                     idle entries/s (without a cpuidle driver: interrupts/s,
- *                     the bound of its idle exits), deepest state's share
+ *                     idle entries/s (without a cpuidle driver: estimated
+ *                     from the interrupts that came while it was idle), deepest state's share
  *                     of idle time, number of states (0 without a cpuidle
  *                     driver), and per state name, residency fraction of the
  *                     tick, exit latency (us)
