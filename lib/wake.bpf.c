@@ -186,8 +186,9 @@ struct {
  * variable the kernel only resolves with CONFIG_KALLSYMS_ALL): x86-64 runs
  * hardirqs, softirqs on irq exit or bh enable, and NMIs on their own stacks,
  * and this program's frame lives on whatever stack the tracepoint fired on.
- * So a frame outside current's task stack means interrupt context.
- * (Softirqs in ksoftirqd run on its task stack; kernel threads are skipped.)
+ * So a frame outside current's task stack means interrupt context; which
+ * kind, the softirq programs below say. (Softirqs in ksoftirqd run on its
+ * task stack; kernel threads are skipped.)
  */
 static __always_inline int on_irq_stack(struct task_struct *cur) {
         __u64 marker = 0;
@@ -265,6 +266,83 @@ static __attribute__((noinline)) int cache_count(struct wake_cpu_ctl *c, __u32 c
         return cache_miss(c, set, waker, wakee);
 }
 
+/*
+ * Softirq context, for wakeups on the IRQ stack (see the top). The kernel's
+ * numbers of the timer softirqs (include/linux/interrupt.h, unchanged since
+ * 2.6): their wakeups are timeouts expiring, as in a hard IRQ.
+ */
+#define TIMER_SOFTIRQ   1
+#define HRTIMER_SOFTIRQ 8
+
+static __always_inline struct wake_cpu_ctl *this_cpu_ctl(void) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        return bpf_map_lookup_elem(&cpu_ctl, &cpu);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(wake_softirq_entry, unsigned int vec) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->softirq = vec == TIMER_SOFTIRQ || vec == HRTIMER_SOFTIRQ ? WAKE_SOFTIRQ_TIMER
+                                                                            : WAKE_SOFTIRQ_TAKEN;
+        return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(wake_softirq_exit, unsigned int vec) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->softirq = WAKE_SOFTIRQ_NONE;
+        return 0;
+}
+
+/* A hard IRQ nested in a softirq runs on the same IRQ stack: these mark it. */
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(wake_irq_entry) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_irq_handler = 1;
+        return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(wake_irq_exit) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_irq_handler = 0;
+        return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(wake_hrtimer_entry) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_hrtimer = 1;
+        return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(wake_hrtimer_exit) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_hrtimer = 0;
+        return 0;
+}
+
+/*
+ * Whose wakeup this is, by context: 0 current's (task context), 1 current's
+ * from a softirq, -1 nobody's (a hard IRQ, a timer). The markers come first:
+ * an interrupt from user mode runs on the task's stack, not the IRQ stack
+ * (and so do the softirqs at its exit). The common case is one load of the
+ * markers, all zero, and a frame on the task stack.
+ */
+static __always_inline int wake_context(const struct wake_cpu_ctl *c, struct task_struct *cur) {
+        __u32 markers = *(const volatile __u32 *)&c->softirq; /* the three bytes at once */
+        if (!markers && !on_irq_stack(cur))
+                return 0;
+        return c->softirq == WAKE_SOFTIRQ_TAKEN && !c->in_irq_handler && !c->in_hrtimer ? 1 : -1;
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         __u32 cpu = bpf_get_smp_processor_id();
@@ -286,11 +364,14 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
          * try_to_wake_up() and the scheduler keep hot anyway. */
         struct task_struct *cur = bpf_get_current_task_btf();
         unsigned int cur_flags = cur->flags;
-        if (on_irq_stack(cur) || cur == p || (cur_flags & PF_IDLE) ||
+        int in = wake_context(c, cur);
+        if (in < 0 || cur == p || (cur_flags & PF_IDLE) ||
             (skip_kthreads && ((cur_flags | p->flags) & PF_KTHREAD))) {
                 c->skipped++;
                 return 0;
         }
+        if (in)
+                c->softirq_taken++;
 
         __u64 head = c->log_head;
         if (head >= c->log_limit) {
