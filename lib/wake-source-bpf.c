@@ -3,8 +3,8 @@
  * The BPF wake source (see wake-source-bpf.h): loads wake.bpf.c, maps its
  * wake logs and edge caches, and turns what they hold each read into a
  * WakeBatch: exact per-edge growth (EdgeSeen), task records from the task
- * iterator, skipped and lost counts. wake.bpf.c says why the maps are shaped
- * as they are; this file is their reader.
+ * iterator, skipped, lost and softirq counts. wake.bpf.c says why the maps
+ * are shaped as they are; this file is their reader.
  */
 #include <errno.h>
 #include <inttypes.h>

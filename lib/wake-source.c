@@ -371,7 +371,9 @@ static int perf_is_kthread(WakeSource *s, pid_t tid) {
  * ksoftirqd serves softirqs, and a softirq that ran while a user task was
  * current wakes kernel threads for the kernel's own work (RCU, workqueues);
  * in task context the perf source has always kept them (it cannot tell them
- * without a procfs read per waker).
+ * without a procfs read per waker). Unlike the BPF source, it cannot tell
+ * the timer softirqs from the others (the sample does not say which vector
+ * runs): their rare wakeups of user tasks count for current too.
  * Return: 1 counted for tid (*ret_softirq: in a softirq), 0 skipped, -ENOMEM.
  */
 static int perf_sample_waker(WakeSource *s, uint8_t flags, pid_t tid, pid_t tgid, pid_t wakee,
