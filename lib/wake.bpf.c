@@ -297,9 +297,9 @@ static __attribute__((noinline)) int cache_count(struct wake_cpu_ctl *c, __u32 c
 }
 
 /*
- * Softirq context, for wakeups on the IRQ stack (see the top). The kernel's
- * numbers of the timer softirqs (include/linux/interrupt.h, unchanged since
- * 2.6): their wakeups are timeouts expiring, as in a hard IRQ.
+ * The context markers (see "whose wakeup" at the top). The kernel's numbers
+ * of the timer softirqs (include/linux/interrupt.h, unchanged since 2.6):
+ * their wakeups are timeouts expiring, as in a hard IRQ.
  */
 #define TIMER_SOFTIRQ   1
 #define HRTIMER_SOFTIRQ 8
@@ -326,7 +326,8 @@ int BPF_PROG(wake_softirq_exit, unsigned int vec) {
         return 0;
 }
 
-/* A hard IRQ nested in a softirq runs on the same IRQ stack: these mark it. */
+/* A hard IRQ's handler, an hrtimer's callback: neither the stack (from user
+ * mode: the task's) nor the softirq marker (nested in a softirq) tells them. */
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(wake_irq_entry) {
         struct wake_cpu_ctl *c = this_cpu_ctl();
