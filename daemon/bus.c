@@ -23,6 +23,12 @@
  *     EnergyWatts   d     RAPL measured package power (W), -1 without RAPL  poll it
  *     SamplerNsPerWakeup d  wake sampler's run time per wakeup (ns) over the last
  *                         tick; 0 when unknown (perf, or bpf_stats off)   poll it
+ *     SamplerWakeups t    wakeups the sampler attributed since start      poll it
+ *     SamplerSoftirqWakeups t  of those, made in softirq context (counted
+ *                         for the task current there, as the kernel does) poll it
+ *     SamplerSkipped t    wakeups not attributed (hard IRQ, idle, kernel
+ *                         threads, exited tasks)                          poll it
+ *     SamplerLost    t    wakeups lost (full maps or rings)               poll it
  *   ("poll it": changes every tick, so no PropertiesChanged; clients poll.)
  *
  *   methods
@@ -657,6 +663,21 @@ static int property_get_sampler_cost(sd_bus *bus, const char *path, const char *
         return sd_bus_message_append(reply, "d", pipeline_sampler_ns_per_wakeup(m->pipeline));
 }
 
+static int property_get_sampler_counter(sd_bus *bus, const char *path, const char *interface,
+                                        const char *property, sd_bus_message *reply, void *userdata,
+                                        sd_bus_error *error) {
+        Manager *m = userdata;
+        const WakeGraph *g = pipeline_graph(m->pipeline);
+        WakeGraphIngested in = {};
+        if (g)
+                wake_graph_ingested(g, &in);
+        uint64_t v = strcmp(property, "SamplerSoftirqWakeups") == 0 ? in.softirq
+                     : strcmp(property, "SamplerSkipped") == 0      ? in.skipped
+                     : strcmp(property, "SamplerLost") == 0         ? in.lost
+                                                                    : in.wakeups;
+        return sd_bus_message_append(reply, "t", v);
+}
+
 #define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 
 static const sd_bus_vtable manager_vtable[] = {
@@ -677,6 +698,10 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("EnergyEstimate", "d", property_get_energy, 0, 0),
         SD_BUS_PROPERTY("EnergyWatts", "d", property_get_energy, 0, 0),
         SD_BUS_PROPERTY("SamplerNsPerWakeup", "d", property_get_sampler_cost, 0, 0),
+        SD_BUS_PROPERTY("SamplerWakeups", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerSoftirqWakeups", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerSkipped", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerLost", "t", property_get_sampler_counter, 0, 0),
 
         SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),

@@ -629,6 +629,9 @@ static void print_status_text(json_object *status, size_t n_groups, json_object 
                 printf(", %.0f ns/wakeup", ns);
         else if (strcmp(status_str(status, "WakeSource"), "bpf") == 0)
                 printf(", cost not measured (needs sysctl kernel.bpf_stats_enabled=1)");
+        printf("\n      Wakeups: %s attributed (%s in softirq), %s skipped, %s lost",
+               status_str(status, "SamplerWakeups"), status_str(status, "SamplerSoftirqWakeups"),
+               status_str(status, "SamplerSkipped"), status_str(status, "SamplerLost"));
         printf("\n       Groups: %zu group%s", n_groups, n_groups == 1 ? "" : "s");
         const char *sep = ": ";
         json_object_object_foreach(classes, class, count) {
@@ -656,6 +659,10 @@ static json_object *status_to_json(json_object *status, json_object *classes, js
                 { "Mode", "mode" },
                 { "WakeSource", "wake_source" },
                 { "SamplerNsPerWakeup", "sampler_ns_per_wakeup" },
+                { "SamplerWakeups", "sampler_wakeups" },
+                { "SamplerSoftirqWakeups", "sampler_softirq_wakeups" },
+                { "SamplerSkipped", "sampler_skipped" },
+                { "SamplerLost", "sampler_lost" },
                 { "Holds", "holds" },
                 { "Groups", "groups" },
                 { "PlacementChanges", "placement_changes" },
