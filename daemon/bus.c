@@ -98,7 +98,6 @@
 #include "idle.h"
 #include "log.h"
 #include "loop.h"
-#include "pipeline.h"
 #include "wake-graph.h"
 
 #define BUS_ERROR_UNKNOWN_PROFILE "org.placed1.Error.UnknownProfile"
@@ -439,7 +438,7 @@ static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
 
 static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        const WakeGraph *g = pipeline_graph(m->pipeline);
+        const WakeGraph *g = manager_graph(m);
         sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
@@ -459,7 +458,7 @@ static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
         if (!m->pipeline || !m->profile)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "placed is not running yet.");
-        int r = pipeline_snapshot(m->pipeline, m, &json);
+        int r = manager_snapshot(m, &json);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot take a snapshot: %m");
         return sd_bus_reply_method_return(msg, "s", json);
@@ -486,10 +485,10 @@ static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const I
 
 static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        const IdleSampler *s = pipeline_idle_sampler(m->pipeline);
+        const IdleSampler *s = NULL;
         sd_bus_message *reply = NULL;
         unsigned n = 0;
-        const IdleCpuStats *stats = pipeline_idle_stats(m->pipeline, &n);
+        const IdleCpuStats *stats = manager_cpu_stats(m, &s, &n);
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -651,7 +650,7 @@ static int property_get_energy(sd_bus *bus, const char *path, const char *interf
         EnergyEstimate estimate;
         double rapl_watts;
 
-        pipeline_energy(m->pipeline, &estimate, &rapl_watts);
+        manager_energy(m, &estimate, &rapl_watts);
         return sd_bus_message_append(
                 reply, "d", strcmp(property, "EnergyWatts") == 0 ? rapl_watts : estimate.ace);
 }
@@ -660,14 +659,14 @@ static int property_get_sampler_cost(sd_bus *bus, const char *path, const char *
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "d", pipeline_sampler_ns_per_wakeup(m->pipeline));
+        return sd_bus_message_append(reply, "d", manager_sampler_ns_per_wakeup(m));
 }
 
 static int property_get_sampler_counter(sd_bus *bus, const char *path, const char *interface,
                                         const char *property, sd_bus_message *reply, void *userdata,
                                         sd_bus_error *error) {
         Manager *m = userdata;
-        const WakeGraph *g = pipeline_graph(m->pipeline);
+        const WakeGraph *g = manager_graph(m);
         WakeGraphIngested in = {};
         if (g)
                 wake_graph_ingested(g, &in);
