@@ -1006,36 +1006,50 @@ static int verb_hold(sd_bus *bus, const Args *a, int argc, char **argv) {
         return code;
 }
 
-static int run_verb(sd_bus *bus, const Args *a, const char *verb, int argc, char **argv) {
-        if (strcmp(verb, "status") == 0)
-                return argc ? usage_error("status takes no argument, not \"%s\".", argv[0])
-                            : verb_status(bus, a);
-        if (strcmp(verb, "profile") == 0)
-                return verb_profile(bus, a, argc, argv);
-        if (strcmp(verb, "groups") == 0)
-                return argc ? usage_error("groups takes no argument, not \"%s\".", argv[0])
-                            : verb_groups(bus, a);
-        if (strcmp(verb, "explain") == 0)
-                return argc == 1 ? verb_explain(bus, a, argv[0])
-                                 : usage_error("explain needs exactly one TID.");
-        if (strcmp(verb, "graph") == 0)
-                return verb_graph(bus, a, argc, argv);
-        if (strcmp(verb, "snapshot") == 0)
-                return verb_snapshot(bus, argc, argv);
-        if (strcmp(verb, "reload") == 0 || strcmp(verb, "restore") == 0)
-                return argc ? usage_error("this command takes no argument, not \"%s\".", argv[0])
-                            : call(bus, strcmp(verb, "reload") == 0 ? "Reload" : "Restore", NULL,
-                                   NULL);
-        return verb_hold(bus, a, argc, argv);
+/* One verb: its arguments are checked against min..max before the bus is reached. */
+typedef struct Verb {
+        const char *name;
+        int min_args, max_args; /* -1: any number */
+        int (*run)(sd_bus *bus, const Args *a, int argc, char **argv);
+} Verb;
+
+static int run_status(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_status(bus, a);
 }
 
-static bool verb_known(const char *verb) {
-        static const char *const verbs[] = { "status",   "profile", "groups",  "explain", "graph",
-                                             "snapshot", "reload",  "restore", "hold" };
+static int run_groups(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_groups(bus, a);
+}
+
+static int run_explain(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_explain(bus, a, argv[0]);
+}
+
+static int run_snapshot(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_snapshot(bus, argc, argv);
+}
+
+static int run_reload(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return call(bus, "Reload", NULL, NULL);
+}
+
+static int run_restore(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return call(bus, "Restore", NULL, NULL);
+}
+
+static const Verb verbs[] = {
+        { "status", 0, 0, run_status }, { "profile", 0, 1, verb_profile },
+        { "groups", 0, 0, run_groups }, { "explain", 1, 1, run_explain },
+        { "graph", 0, -1, verb_graph }, { "snapshot", 0, -1, run_snapshot },
+        { "reload", 0, 0, run_reload }, { "restore", 0, 0, run_restore },
+        { "hold", 0, -1, verb_hold },
+};
+
+static const Verb *verb_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (strcmp(verb, verbs[i]) == 0)
-                        return true;
-        return false;
+                if (strcmp(name, verbs[i].name) == 0)
+                        return &verbs[i];
+        return NULL;
 }
 
 static const struct option options[] = {
@@ -1084,13 +1098,22 @@ int main(int argc, char *argv[]) {
         int nargs = argc - optind - 1;
         char **args = argv + optind + 1;
 
-        if (!verb_known(verb))
+        const Verb *v = verb_find(verb);
+        if (!v)
                 return usage_error("unknown command \"%s\".", verb);
+        if (nargs < v->min_args)
+                return usage_error("%s needs %s.", verb,
+                                   strcmp(verb, "explain") == 0 ? "exactly one TID"
+                                                                : "an argument");
+        if (v->max_args >= 0 && nargs > v->max_args)
+                return usage_error("%s takes %s, not \"%s\".", verb,
+                                   v->max_args == 0 ? "no argument" : "one argument",
+                                   args[v->max_args]);
 
         int r = connect_bus(a.address, &bus);
         if (r != 0)
                 return r;
-        r = run_verb(bus, &a, verb, nargs, args);
+        r = v->run(bus, &a, nargs, args);
         sd_bus_flush_close_unref(bus);
         return r;
 }

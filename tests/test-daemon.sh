@@ -35,6 +35,19 @@ for bad in "--interval-ms 0" "--interval-ms abc" "--log-level loud" "--bogus" "-
     grep -q . "$T/out" || fail "placed $bad: no message"
 done
 ok "bad command lines exit 2 with a message"
+
+# --- placectl: a usage error never reaches the bus (no daemon runs here)
+for bad in "frobnicate:unknown command" "explain:needs exactly one TID" "explain 1 2:takes one argument" \
+    "status now:takes no argument" "reload x:takes no argument" ":no command given"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$PLACED_BUILD/placectl" --address unix:path=/nonexistent ${bad%%:*} >"$T/out" 2>&1
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "placectl ${bad%%:*}: exit $rc, expected 2 (usage)"
+    grep -q "${bad#*:}" "$T/out" || fail "placectl ${bad%%:*}: $(cat "$T/out")"
+done
+ok "placectl usage errors (unknown verb, wrong argument count) exit 2 before the bus"
 "$placed" --help | grep -q -- "--foreground" || fail "--help lacks --foreground"
 "$placed" --version | grep -Eq '^placed [0-9]' || fail "--version"
 ok "--help and --version"
