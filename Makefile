@@ -141,17 +141,19 @@ check-system: all
 
 # The Debian package, built with dpkg-buildpackage in a copy of the tree (it
 # writes its results into the parent directory) and moved into $(DEB_OUT):
-# placed_VERSION_ARCH.deb, its -dbgsym, .buildinfo and .changes.
+# placed_VERSION_ARCH.deb, its -dbgsym, the source (.dsc, .tar.xz, so that
+# lintian checks debian/ too), .buildinfo and .changes.
 DEB_OUT ?= $(BUILD)/deb
 deb:
 	@set -e; tmp=$$(mktemp -d /tmp/placed-deb.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
 	mkdir "$$tmp/placed"; \
 	tar -cf - --exclude=./.git --exclude='./build*' --exclude=./debian/placed \
 		--exclude='./debian/.debhelper' . | tar -C "$$tmp/placed" -xf -; \
-	(cd "$$tmp/placed" && dpkg-buildpackage -us -uc -b) >"$$tmp/build.log" 2>&1 || \
+	(cd "$$tmp/placed" && dpkg-buildpackage -us -uc) >"$$tmp/build.log" 2>&1 || \
 		{ tail -n 40 "$$tmp/build.log"; echo "dpkg-buildpackage failed" >&2; exit 1; }; \
 	rm -rf $(DEB_OUT); mkdir -p $(DEB_OUT); \
-	mv "$$tmp"/*.deb "$$tmp"/*.buildinfo "$$tmp"/*.changes "$$tmp/build.log" $(DEB_OUT)/; \
+	mv "$$tmp"/*.deb "$$tmp"/*.dsc "$$tmp"/*.tar.* "$$tmp"/*.buildinfo "$$tmp"/*.changes \
+		"$$tmp/build.log" $(DEB_OUT)/; \
 	ls $(DEB_OUT)/*.deb
 
 # lintian on the package, then its life cycle under a real systemd: install,

@@ -3,10 +3,11 @@
 #
 #   tests/system/check-package.sh DEB_DIR
 #
-# DEB_DIR holds what "make deb" built (placed_VERSION_ARCH.deb and its
-# .changes); it must not be under /tmp, which the namespace does not see.
-#   1. lintian on the .changes and the .deb: no error, no warning; the
-#      files sit where Debian puts them, /etc/placed/placed.conf is a conffile;
+# DEB_DIR holds what "make deb" built (placed_VERSION_ARCH.deb, the source
+# package and the .changes); not under /tmp, which the namespace does not see.
+#   1. lintian on the .changes (source and binary) and the .deb: no error, no
+#      warning; the files sit where Debian puts them, /etc/placed/placed.conf
+#      is a conffile;
 #   2. the same tree rebuilt as VERSION+upgradetest1 (a changelog entry in a
 #      copy), for the upgrade;
 #   3. systemd boots as PID 1 of a private namespace (ns-systemd.sh), a pipe
@@ -117,6 +118,8 @@ cleanup() {
     exit $rc
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # idle_unchanged STEP: fail if an idle value differs from the start.
 idle_unchanged() {
@@ -125,6 +128,8 @@ idle_unchanged() {
 }
 
 # --- 1. lintian, and where the files sit
+grep -q " placed_$version\.dsc\$" "$changes" ||
+    fail "$(basename "$changes") lacks the source package: lintian would not check debian/"
 lintian --fail-on error,warning --no-tag-display-limit "$changes" "$deb" >"$work/lintian" 2>&1 ||
     { cat "$work/lintian"; fail "lintian reports errors or warnings"; }
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' >"$work/contents"
@@ -211,6 +216,9 @@ apt_ns install "$deb" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fa
 [ "$(unit FragmentPath)" = /lib/systemd/system/placed.service ] || fail "the unit runs from $(unit FragmentPath)"
 in_ns placectl status >"$work/status" 2>&1 || { cat "$work/status"; fail "placectl status"; }
 grep -q '^ *Profile: balanced' "$work/status" || fail "placectl status: $(cat "$work/status")"
+# The package's version (debian/changelog) is the program's (VERSION in the Makefile).
+[ "$(in_ns placed --version)" = "placed ${version%%[-+~]*}" ] ||
+    fail "placed --version says '$(in_ns placed --version)', the package is $version"
 # Inside a PID namespace placed may not see the pair: its wake sampler
 # reports the kernel's global TIDs, and the namespace's /proc knows other
 # numbers. Where it packs the pair, the steps below check it is put back;
@@ -268,7 +276,7 @@ in_ns test ! -e /run/placed || fail "/run/placed is left after remove: $(in_ns l
 [ ! -e /usr/sbin/placed ] && [ ! -e /lib/systemd/system/placed.service ] || fail "remove left the binaries or the unit"
 [ -f /etc/placed/placed.conf ] || fail "remove deleted the conffile /etc/placed/placed.conf"
 restored "remove"
-ok "apt-get remove placed: stopped, /run/placed gone, pair back on $all, idle values as before, conffile kept"
+ok "apt-get remove placed: stopped, /run/placed gone, pair on $all, idle values as before, conffile kept"
 
 # --- 7. purge: the configuration and the unit's traces go too
 apt_ns purge placed >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "apt-get purge placed"; }

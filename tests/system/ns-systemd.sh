@@ -11,7 +11,10 @@
 #                    when it is not running: call it from an EXIT trap
 #
 # The namespace gets its own /tmp (systemd-tmpfiles would empty the host's)
-# and /run; /usr, /etc, /var and the cgroups are the host's (TESTING.md).
+# and /run, and its own /var/log/journal where the host keeps a persistent
+# journal (so the namespace's journal shows this boot only and is gone at
+# power-off); /usr, /etc, the rest of /var and the cgroups are the host's
+# (TESTING.md).
 # Files under the host's /tmp are not visible inside.
 #
 # Where a container image ships /usr/sbin/policy-rc.d to forbid starting
@@ -31,6 +34,7 @@ ns_boot() {
     unshare --pid --fork --mount --mount-proc --propagation private \
         sh -c 'mount -t tmpfs tmpfs /tmp && mount -t tmpfs -o mode=755 tmpfs /run &&
                if [ -f /usr/sbin/policy-rc.d ]; then mount --bind /dev/null /usr/sbin/policy-rc.d; fi &&
+               if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=2755 tmpfs /var/log/journal; fi &&
                exec env container=other /lib/systemd/systemd --system --unit=multi-user.target' \
         >"$log" 2>&1 &
     ns_unshare_pid=$!
