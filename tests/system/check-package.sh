@@ -73,6 +73,8 @@ host_state() {
         /usr/bin/placectl /lib/systemd/system/placed.service /usr/share/dbus-1/system.d \
         /usr/share/polkit-1/actions /usr/share/doc/placed /run/placed \
         -printf '%p %y %l\n' 2>/dev/null | sort
+    # The namespace's journal is its own (ns-systemd.sh): the host's stays as it was.
+    find /var/log/journal -printf '%p %y %s %T@\n' 2>/dev/null | sort
     dpkg-query -W -f='${Package} ${Status}\n' placed 2>/dev/null || true
 }
 # Every value the idle actuator may write (global: /sys is the host's).
