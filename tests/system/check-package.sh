@@ -13,7 +13,9 @@
 #   3. systemd boots as PID 1 of a private namespace (ns-systemd.sh), a pipe
 #      pair runs in it;
 #   4. "apt-get install ./placed_*.deb": enabled, active, placectl status
-#      works over the system bus, placed packs the pair;
+#      works over the system bus, an unprivileged caller is refused a change
+#      (the packaged bus policy and polkit actions), placed packs the pair
+#      where it can see it (not inside a PID namespace, see below);
 #   5. the upgrade: the service restarted (new MainPID and start time), the
 #      old one restored what it changed (ExecStopPost), it runs the new version;
 #   6. "apt-get remove": stopped, the pair has all CPUs again, /run/placed is
@@ -218,6 +220,13 @@ apt_ns install "$deb" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fa
 [ "$(unit FragmentPath)" = /lib/systemd/system/placed.service ] || fail "the unit runs from $(unit FragmentPath)"
 in_ns placectl status >"$work/status" 2>&1 || { cat "$work/status"; fail "placectl status"; }
 grep -q '^ *Profile: balanced' "$work/status" || fail "placectl status: $(cat "$work/status")"
+# The packaged bus policy and polkit actions: anyone reads, nobody else changes.
+in_ns setpriv --reuid nobody --regid nogroup --clear-groups placectl status >/dev/null ||
+    fail "nobody cannot read the status through the packaged bus policy"
+rc=0
+in_ns setpriv --reuid nobody --regid nogroup --clear-groups placectl profile power-first \
+    >"$work/denied" 2>&1 || rc=$?
+[ $rc -eq 4 ] || fail "nobody setting a profile: exit $rc, expected 4 (denied): $(cat "$work/denied")"
 # The package's version (debian/changelog) is the program's (VERSION in the Makefile).
 [ "$(in_ns placed --version)" = "placed ${version%%[-+~]*}" ] ||
     fail "placed --version says '$(in_ns placed --version)', the package is $version"
@@ -235,7 +244,7 @@ else
 fi
 pid1=$(unit MainPID)
 start1=$(unit ExecMainStartTimestampMonotonic)
-ok "apt-get install ./$(basename "$deb"): enabled, active (MainPID $pid1), placectl status works; $what"
+ok "apt-get install ./$(basename "$deb"): enabled, active (MainPID $pid1), placectl status works, nobody is denied changes; $what"
 
 # --- 5. upgrade: dh_installsystemd restarts the service
 # log_count PATTERN: lines of placed's log (this boot of the namespace) matching PATTERN.
