@@ -7,6 +7,7 @@
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
 #   make fuzz      each libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS (in build-fuzz/)
 #   make install   honours DESTDIR and PREFIX
+#   make deb       the Debian package, in build/deb/ (make check-package tests it)
 #
 # lib/*.c builds into build/libplaced.a, which the daemon, placectl and the
 # tests link. lib/*.bpf.c become BPF objects and skeleton headers in build/.
@@ -30,7 +31,8 @@ VERSION := 0.1.0
 DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	libsystemd-dev libcpupower-dev libnl-3-dev libnl-genl-3-dev libinih-dev \
 	libevent-dev libjson-c-dev libcmocka-dev dbus systemd rt-tests linux-perf \
-	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev
+	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev \
+	debhelper dpkg-dev lintian
 
 PKGS := libsystemd libnl-3.0 libnl-genl-3.0 inih libevent libbpf json-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -95,7 +97,8 @@ REPLAY_BINS  := $(patsubst %,$(BUILD)/fuzz/replay-%,$(FUZZ_NAMES) selftest)
 FUZZER_LIB   := $(BUILD)/fuzz/libplaced-fuzzer.a
 FUZZER_BINS  := $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_NAMES))
 
-.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench fuzz fuzz-bins
+.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench \
+	fuzz fuzz-bins deb check-package
 
 all: $(BUILD)/placed $(BUILD)/placectl
 
@@ -119,11 +122,11 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 
 $(BUILD)/lib/%.o: lib/%.c | $(BPF_SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/daemon/%.o: daemon/%.c | $(BPF_SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
@@ -137,7 +140,7 @@ $(BUILD)/placectl: $(PLACECTL_OBJS) $(LIB)
 
 $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
@@ -145,7 +148,7 @@ $(BUILD)/helpers/%: tests/helpers/%.c
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lpthread
 
 $(BUILD)/fuzz/san/%.o: lib/%.c | $(BPF_SKELS)
 	@mkdir -p $(dir $@)
@@ -193,6 +196,28 @@ check-sanitize:
 
 check-system: all
 	@tests/system/run-system-tests.sh $(BUILD)
+
+# The Debian package, built with dpkg-buildpackage in a copy of the tree (it
+# writes its results into the parent directory) and moved into $(DEB_OUT):
+# placed_VERSION_ARCH.deb, its -dbgsym, the source (.dsc, .tar.xz, so that
+# lintian checks debian/ too), .buildinfo and .changes.
+DEB_OUT ?= $(BUILD)/deb
+deb:
+	@set -e; tmp=$$(mktemp -d /tmp/placed-deb.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	mkdir "$$tmp/placed"; \
+	tar -cf - --exclude=./.git --exclude='./build*' --exclude=./debian/placed \
+		--exclude='./debian/.debhelper' . | tar -C "$$tmp/placed" -xf -; \
+	(cd "$$tmp/placed" && dpkg-buildpackage -us -uc) >"$$tmp/build.log" 2>&1 || \
+		{ tail -n 40 "$$tmp/build.log"; echo "dpkg-buildpackage failed" >&2; exit 1; }; \
+	rm -rf $(DEB_OUT); mkdir -p $(DEB_OUT); \
+	mv "$$tmp"/*.deb "$$tmp"/*.dsc "$$tmp"/*.tar.* "$$tmp"/*.buildinfo "$$tmp"/*.changes \
+		"$$tmp/build.log" $(DEB_OUT)/; \
+	ls $(DEB_OUT)/*.deb
+
+# lintian on the package, then its life cycle under a real systemd: install,
+# upgrade, remove, purge (tests/system/check-package.sh).
+check-package: deb
+	@tests/system/check-package.sh $(DEB_OUT)
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_FILES)
