@@ -8,7 +8,7 @@
 Every repetition runs every configuration once, in a rotating order, so slow
 drift of a shared machine hits all of them alike. "ceiling" is the kernel
 alone with a pair's two sides (server and client) pinned by hand to one CPU
-(--ceiling-cpu, sched_setaffinity and taskset), placed not running: what
+(sched_setaffinity and taskset; --ceiling-cpus, in turn), placed not running: what
 packing the pair can buy at most. Only pair-like workloads have one.
 
 For each workload it reports the median and min-max per configuration and
@@ -178,8 +178,9 @@ WORKLOADS = {
     "stream": Workload(stock.wl_stream, "Gbit/s", "higher", "iperf3, one TCP stream over loopback",
                        "noloss", NOLOSS_TARGET, pinnable=True, setup=stock.iperf3_setup,
                        needs=(("iperf3", "iperf3"),)),
-    "mutex": Workload(stock.wl_mutex, "bogo ops/s", "higher", "stress-ng `--mutex`, contended threads",
-                      "noloss", NOLOSS_TARGET, needs=(("stress-ng", "stress-ng"),)),
+    "threads": Workload(stock.wl_threads, "events/s", "higher",
+                        "sysbench threads: 16 threads (--threads) contending one mutex", "noloss",
+                        NOLOSS_TARGET, needs=(("sysbench", "sysbench"),)),
     "redis-32c": Workload(stock.wl_redis_32c, "GET/s", "higher",
                           "redis-server + redis-benchmark `-c 32`, unix socket", "noloss",
                           NOLOSS_TARGET, setup=stock.redis_setup,
@@ -374,12 +375,14 @@ class Placed:
 PROFILES = ("power-first", "balanced", "latency-first")
 
 
-def run_one(args, config, workload, shared):
+def run_one(args, config, workload, shared, rep=0):
     """One run: the workload's server (if any) first, then placed (for a
     profile), then the client. "kernel" is the kernel alone; "ceiling" is the
-    kernel alone with the pair's tasks pinned by hand to args.ceiling_cpu."""
+    kernel alone with the pair's tasks pinned by hand to one CPU, the next of
+    args.ceiling_cpus at each repetition (one CPU's interrupts do not bias it)."""
     wl = WORKLOADS[workload]
-    env = stock.Env(pin=args.ceiling_cpu if config == "ceiling" else None, shared=shared)
+    pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
+    env = stock.Env(pin=pin, shared=shared)
     placed = Placed(args, config) if config not in ("kernel", "ceiling") else None
     try:
         if wl.setup:
@@ -393,6 +396,8 @@ def run_one(args, config, workload, shared):
         res.update(system_figures(stat0, read_stat(), idle0, read_idle(), secs))
         res["foreign_cpus"] = round(foreign_load(foreign0, foreign_cpu(), secs), 3)
         res["wall_s"] = round(secs, 3)
+        if pin is not None:
+            res["ceiling_cpu"] = pin
         if res["value"] is None:
             res["value"] = res["energy_cpu_equiv"]
         if placed:
@@ -475,8 +480,8 @@ def write_report(out, args, results, summary, configs, workloads, took):
              "Speed-up (bold) is the median over repetitions of (kernel alone / run) for times "
              "and (run / kernel alone) for rates: above 1 is better than the kernel alone. "
              "*ceiling* is the kernel alone with the pair's two sides (server and client) pinned "
-             "by hand to CPU %d, placed not running; only pair-like workloads have one." %
-             args.ceiling_cpu, "",
+             "by hand to one CPU (CPU %s, one after the other by repetition), placed not running; "
+             "only pair-like workloads have one." % ", ".join(map(str, args.ceiling_cpus)), "",
              ]
     bg = [r["foreign_cpus"] for w in workloads for c in configs for r in results[w].get(c, [])]
     if bg:
@@ -522,9 +527,9 @@ def write_report(out, args, results, summary, configs, workloads, took):
                     continue
                 cell = "%.2fx" % s["speedup_median"]
                 if "share_of_ceiling_gain" in s:
-                    cell += ", %.0f%%" % (100 * s["share_of_ceiling_gain"])
+                    cell += ", %.1f%%" % (100 * s["share_of_ceiling_gain"])
                     if s.get("share_min") is not None:
-                        cell += " (%.0f%%)" % (100 * s["share_min"])
+                        cell += " (%.1f%%)" % (100 * s["share_min"])
                 if "pass" in s:
                     cell += " **%s**" % ("PASS" if s["pass"] else "FAIL")
                 cells.append(cell)
@@ -625,7 +630,7 @@ def on_sigterm(signum, frame):
 
 
 ALL_WORKLOADS = ("pair,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light,"
-                 "redis-1c,pg-1c,udp-1c,stream,mutex,redis-32c")
+                 "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c")
 
 
 def main():
@@ -641,10 +646,10 @@ def main():
                     help="seconds of a steady-state workload's run left out of its figure")
     ap.add_argument("--pipe-loops", type=int, default=200000)
     ap.add_argument("--hackbench-loops", type=int, default=1000)
-    ap.add_argument("--mutex-procs", type=int, default=2, help="stress-ng --mutex processes")
-    ap.add_argument("--mutex-threads", type=int, default=8, help="threads per mutex process")
-    ap.add_argument("--ceiling-cpu", type=int, default=NCPU - 1,
-                    help="the CPU the ceiling pins a pair to")
+    ap.add_argument("--threads", type=int, default=16, help="threads of the contended workload")
+    ap.add_argument("--ceiling-cpus", default="all",
+                    help="CPUs the ceiling pins a pair to, one per repetition in turn "
+                         "(comma-separated; default: all this harness may use)")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
     args = ap.parse_args()
@@ -659,8 +664,16 @@ def main():
             ap.error("unknown configuration %r (known: kernel, %s, ceiling)" % (c, ", ".join(PROFILES)))
     if args.reps < 1 or args.seconds < 1 or args.warmup < 0:
         ap.error("--reps and --seconds must be at least 1, --warmup at least 0")
-    if not 0 <= args.ceiling_cpu < NCPU or args.ceiling_cpu not in os.sched_getaffinity(0):
-        ap.error("--ceiling-cpu %d is not a CPU this harness may use" % args.ceiling_cpu)
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        args.ceiling_cpus = allowed if args.ceiling_cpus == "all" else [
+            int(c) for c in args.ceiling_cpus.split(",")]
+    except ValueError:
+        ap.error("--ceiling-cpus %r is not a comma-separated list of CPU numbers" % args.ceiling_cpus)
+    for cpu in args.ceiling_cpus:
+        if cpu not in allowed:
+            ap.error("--ceiling-cpus: CPU %d is not a CPU this harness may use (%s)" % (
+                cpu, ",".join(map(str, allowed))))
     missing = missing_programs(workloads)
     if missing:
         sys.exit("bench.py: missing %s; install them with make deps (Debian packages: %s)" % (
@@ -678,7 +691,7 @@ def main():
                 for c in order:
                     if c == "ceiling" and not WORKLOADS[w].pinnable:
                         continue
-                    r = run_one(args, c, w, shared)
+                    r = run_one(args, c, w, shared, rep)
                     results[w][c].append(r)
                     print("rep %d %-12s %-14s %s %.4g (%.1f s, others %.2f CPUs)" % (
                         rep + 1, w, c, r["metric"], r["value"], r["wall_s"], r["foreign_cpus"]),

@@ -404,19 +404,19 @@ def wl_stream(args, env):
             "cpu_utilization_percent": res["end"].get("cpu_utilization_percent")}
 
 
-# --- many threads contending on locks: stress-ng --mutex
+# --- many threads contending on one lock: sysbench threads
 
-def wl_mutex(args, env):
-    """stress-ng's mutex stressor: args.mutex_procs processes of
-    args.mutex_threads threads each, all threads of a process contending one
-    pthread mutex; the figure is bogo ops/s of real time."""
+def wl_threads(args, env):
+    """sysbench's threads test: args.threads threads contending one pthread
+    mutex (each event: 10 rounds of lock, sched_yield, unlock); the figure is
+    events per second over args.seconds."""
     secs = max(1, int(round(args.seconds)))
-    r = subprocess.run(["stress-ng", "--mutex", str(args.mutex_procs), "--mutex-procs",
-                        str(args.mutex_threads), "-t", "%ds" % secs, "--metrics-brief"],
+    r = subprocess.run(["sysbench", "threads", "--threads=%d" % args.threads, "--thread-locks=1",
+                        "--thread-yields=10", "--time=%d" % secs, "run"],
                        capture_output=True, text=True, timeout=secs + 60)
-    m = re.search(r"metrc: \[\d+\] mutex\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)",
-                  r.stdout + r.stderr)
-    if r.returncode or not m:
-        raise RuntimeError("stress-ng --mutex failed (status %d):\n%s" % (
+    t = re.search(r"total time:\s+([\d.]+)s", r.stdout)
+    n = re.search(r"total number of events:\s+(\d+)", r.stdout)
+    if r.returncode or not t or not n:
+        raise RuntimeError("sysbench threads failed (status %d):\n%s" % (
             r.returncode, (r.stdout + r.stderr)[-2000:]))
-    return {"metric": "bogo ops/s", "value": float(m.group(3)), "better": "higher"}
+    return {"metric": "events/s", "value": int(n.group(1)) / float(t.group(1)), "better": "higher"}
