@@ -469,6 +469,11 @@ def judge(sw, results, w):
 
 
 def fmt_val(v):
+    """Three or four significant digits, thousands as k and millions as M."""
+    if abs(v) >= 1e6:
+        return "%.3gM" % (v / 1e6)
+    if abs(v) >= 1e4:
+        return "%.3gk" % (v / 1e3)
     return "%.4g" % v
 
 
