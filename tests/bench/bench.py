@@ -41,8 +41,9 @@ import sys
 import tempfile
 import time
 
-import stock
-from stock import Workload
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import stock  # noqa: E402
+from stock import Workload  # noqa: E402
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NCPU = os.cpu_count()
