@@ -155,8 +155,10 @@ PERF = ("perf", "linux-perf")
 WORKLOADS = {
     "pair": Workload(wl_pair, "round trips/s", "higher", "lockstep pipe pair, steady state",
                      "pair", PAIR_TARGET, pinnable=True),
+    # Its figure includes the ticks before placed packs the pair: the share of
+    # the ceiling's gain is shown, the pair's target is held by "pair" alone.
     "pipe": Workload(wl_pipe, "usec/op", "lower", "`perf bench sched pipe`, incl. the first ticks",
-                     "pair", PAIR_TARGET, pinnable=True, needs=(PERF,)),
+                     "pair", None, pinnable=True, needs=(PERF,)),
     "hackbench-s": Workload(wl_hackbench_s, "seconds", "lower", "hackbench `-g 2`", "noloss",
                             NOLOSS_TARGET, needs=(PERF,)),
     "hackbench-l": Workload(wl_hackbench_l, "seconds", "lower", "hackbench `-g 4`", "noloss",
@@ -471,8 +473,11 @@ def judge(sw, results, w):
                                                            ratios(results, w, "ceiling"))
                        if q >= MIN_CEILING_GAIN]
             s["share_min"] = min(per_rep) if per_rep else None
-            s["target"] = ">= %d%% of ceiling gain" % round(100 * wl.target)
-            s["pass"] = s["share_of_ceiling_gain"] >= wl.target - EPS
+            if wl.target is None:
+                s["target"] = "none (share shown: the run includes placed's first ticks)"
+            else:
+                s["target"] = ">= %d%% of ceiling gain" % round(100 * wl.target)
+                s["pass"] = s["share_of_ceiling_gain"] >= wl.target - EPS
 
 
 def fmt_val(v):
@@ -664,7 +669,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=3,
                     help="seconds of a steady-state workload's run left out of its figure")
     ap.add_argument("--pipe-loops", type=int, default=200000)
-    ap.add_argument("--hackbench-loops", type=int, default=1000)
+    ap.add_argument("--hackbench-loops", type=int, default=500)
     ap.add_argument("--threads", type=int, default=16, help="threads of the contended workload")
     ap.add_argument("--ceiling-cpus", default="all",
                     help="CPUs the ceiling pins a pair to, one per repetition in turn "
