@@ -3,8 +3,9 @@
 Every server here is started by the harness for one run and stopped after it:
 in a temporary directory, listening on a unix socket in that directory or on
 127.0.0.1 only, never as a system service. Nothing but loopback is contacted.
-Env.close() stops what a run started (SIGTERM, then SIGKILL) and removes its
-directory; the harness calls it in a finally block, so also after Ctrl-C.
+Env.close() stops what a run started (SIGTERM, or SIGINT for PostgreSQL's fast
+shutdown; SIGKILL after 10 s) and removes its directory; the harness calls it
+in a finally block, so also after Ctrl-C.
 
 A workload is a Workload: setup(args, env) starts the server (before placed
 starts: a server runs long before anyone places it), run(args, env) drives it
@@ -12,13 +13,15 @@ with its stock client and returns the figure. With env.pin set (the ceiling
 configuration) the server's tasks and the client are pinned to that one CPU
 by hand with sched_setaffinity / taskset, while placed is not running.
 
-Figures of the one-connection servers are their steady state: the client
+The servers' figures are their steady state: the client
 runs args.warmup + args.seconds seconds as one process, and only its last
 args.seconds count, so a placement decided in the first ticks is measured
 after it took effect (the same window for every configuration).
 """
 import glob
+import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -245,32 +248,36 @@ def pg_bindir():
 
 
 def pg_user():
-    import pwd
+    """Who runs PostgreSQL (it refuses root): as root the postgres user, else
+    the harness's own user. Returns uid, gid and the Popen arguments."""
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid(), {}
     try:
         pw = pwd.getpwnam("postgres")
     except KeyError:
         raise RuntimeError("no postgres user: install the postgresql package (make deps)")
-    return pw.pw_uid, pw.pw_gid
+    return pw.pw_uid, pw.pw_gid, {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
 
 
 def pg_prepare(args, shared):
-    """initdb as the postgres user into a private directory and fill pgbench's
-    tables (scale 1): once per harness run."""
+    """initdb (as the postgres user when root) into a private directory and
+    fill pgbench's tables (scale 1): once per harness run."""
     if shared.pg:
         return shared.pg
     bindir = pg_bindir()
-    uid, gid = pg_user()
+    uid, gid, as_user = pg_user()
     top = os.path.join(shared.mkdir(), "pg")
     os.mkdir(top, 0o700)
     os.chown(top, uid, gid)
     data = os.path.join(top, "data")
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": top}
     r = subprocess.run([os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
-                        "--no-sync", "-E", "UTF8", "--locale=C"], cwd=top, env=env, user=uid,
-                       group=gid, extra_groups=[], capture_output=True, text=True)
+                        "--no-sync", "-E", "UTF8", "--locale=C"], cwd=top, env=env,
+                       capture_output=True, text=True, **as_user)
     if r.returncode:
         raise RuntimeError("initdb failed:\n" + r.stdout + r.stderr)
-    pg = {"bindir": bindir, "data": data, "top": top, "uid": uid, "gid": gid, "env": env}
+    pg = {"bindir": bindir, "data": data, "top": top, "uid": uid, "gid": gid, "env": env,
+          "as_user": as_user}
     e = Env(shared=shared)
     try:
         pg_start(e, pg)
@@ -291,7 +298,7 @@ def pg_start(env, pg):
                     "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
                     "-c", "logging_collector=off"],
                    "postgres.log", stop_signal=signal.SIGINT,  # SIGINT: fast shutdown
-                   cwd=pg["top"], env=pg["env"], user=pg["uid"], group=pg["gid"], extra_groups=[])
+                   cwd=pg["top"], env=pg["env"], **pg["as_user"])
     wait_for("postgres", lambda: unix_connectable(os.path.join(sockdir, ".s.PGSQL.5432")),
              [p], env, "postgres.log")
     # Accepting connections follows the socket by a moment.
@@ -388,7 +395,6 @@ def iperf3_setup(args, env):
 def wl_stream(args, env):
     """Gbit/s received by the server over one TCP stream over loopback; iperf3
     omits the first args.warmup seconds itself (-O)."""
-    import json
     secs = max(1, int(round(args.seconds)))
     warm = int(round(args.warmup))
     r = subprocess.run(env.cmd(["iperf3", "-c", "127.0.0.1", "-p", str(env.state["tcp_port"]),
