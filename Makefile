@@ -32,7 +32,8 @@ DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	libsystemd-dev libcpupower-dev libnl-3-dev libnl-genl-3-dev libinih-dev \
 	libevent-dev libjson-c-dev libcmocka-dev dbus systemd rt-tests linux-perf \
 	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev \
-	debhelper dpkg-dev lintian
+	debhelper dpkg-dev lintian \
+	redis-server redis-tools postgresql iperf3 sockperf sysbench
 
 PKGS := libsystemd libnl-3.0 libnl-genl-3.0 inih libevent libbpf json-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

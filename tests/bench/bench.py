@@ -1,21 +1,33 @@
 #!/usr/bin/env python3
-"""placed benchmark: the kernel alone against placed with each profile.
+"""placed benchmark: the kernel alone, placed with each profile, the hand-pinned ceiling.
 
-    tests/bench/bench.py --build build [--reps 5] [--configs kernel,balanced]
-                         [--workloads pipe,hackbench-s,...] [--out build/bench]
+    tests/bench/bench.py --build build [--reps 5] [--workloads pair,redis-1c,...]
+                         [--configs kernel,power-first,balanced,latency-first,ceiling]
+                         [--seconds 3] [--warmup 3] [--out build/bench]
 
 Every repetition runs every configuration once, in a rotating order, so slow
-drift of a shared machine hits all of them alike. For each workload it
-reports the median and min-max per configuration and the ratio to the kernel
-alone computed per repetition pair (then the median of those ratios). Beside
-the workload's own figure it samples per-CPU busy time and idle-state
-residency (/proc/stat, cpuidle sysfs), idle entries per second, an energy
-estimate (the model of placed's energy module: busy CPUs at 1.0, idle
-states weighted by depth), and placed's own CPU time and peak memory.
+drift of a shared machine hits all of them alike. "ceiling" is the kernel
+alone with a pair's two sides (server and client) pinned by hand to one CPU
+(sched_setaffinity and taskset; --ceiling-cpus, in turn), placed not running: what
+packing the pair can buy at most. Only pair-like workloads have one.
 
-Writes OUT/results.json, OUT/report.md and OUT/*.png (gnuplot). The machine
-is left as found: placed undoes its changes on SIGTERM, and the harness runs
-"placed --restore" on its journal at the end, also after Ctrl-C.
+For each workload it reports the median and min-max per configuration and
+the ratio to the kernel alone computed per repetition pair (then the median
+of those ratios); for the pair-like ones, placed's gain as a share of the
+ceiling's gain, (placed/kernel - 1) / (ceiling/kernel - 1), and for all
+with a target PASS or FAIL against it. Beside the workload's own figure it
+samples per-CPU busy time and idle-state residency (/proc/stat, cpuidle
+sysfs), idle entries per second, an energy estimate (the model of placed's
+energy module: busy CPUs at 1.0, idle states weighted by depth), placed's
+own CPU time and peak memory, and the CPU time of every other process on the
+machine (a benchmark on a machine that is not idle says little).
+
+The stock servers (tests/bench/stock.py) are started per run, privately: in
+a temporary directory, on a unix socket there or on 127.0.0.1, and stopped
+and removed after it. Writes OUT/results.json, OUT/report.md and
+OUT/speedup.png (gnuplot). The machine is left as found: placed undoes its
+changes on SIGTERM, and the harness runs "placed --restore" on its journal
+after each run, also after Ctrl-C or SIGTERM.
 """
 import argparse
 import json
@@ -29,6 +41,10 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import stock  # noqa: E402
+from stock import Workload  # noqa: E402
+
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NCPU = os.cpu_count()
 
@@ -38,19 +54,21 @@ def sh(cmd, timeout=600):
                           timeout=timeout)
 
 
-# --- workloads: each returns {"metric": name, "value": float, "better": "higher"|"lower", ...}
+# --- workloads: each is run(args, env) -> {"metric": name, "value": float, "better":
+# "higher"|"lower", ...}; env (stock.Env) holds the run's private directory, its
+# servers and, for the ceiling, the CPU to pin the pair to (env.cmd()).
 
-def wl_pipe(args):
-    out = sh(["perf", "bench", "sched", "pipe", "-l", str(args.pipe_loops)]).stdout
+def wl_pipe(args, env):
+    out = sh(env.cmd(["perf", "bench", "sched", "pipe", "-l", str(args.pipe_loops)])).stdout
     usec = float(re.search(r"([\d.]+) usecs/op", out).group(1))
     return {"metric": "usec/op", "value": usec, "better": "lower"}
 
 
-def wl_pair(args):
+def wl_pair(args, env):
     """The lockstep pair in its steady state: round trips per second after a
-    warm-up long enough for placed's first decision (two ticks of 1 s)."""
-    out = sh([os.path.join(args.build, "bench", "pingpong"), "-s", str(args.seconds + 3),
-              "-w", "3"]).stdout
+    warm-up long enough for placed's first decisions (ticks of 1 s)."""
+    out = sh(env.cmd([os.path.join(args.build, "bench", "pingpong"), "-s",
+                      str(args.warmup + args.seconds), "-w", str(args.warmup)])).stdout
     return {"metric": "round trips/s", "value": float(out.split()[-1]), "better": "higher"}
 
 
@@ -60,20 +78,20 @@ def hackbench(groups, loops):
             "better": "lower"}
 
 
-def wl_hackbench_s(args):
+def wl_hackbench_s(args, env):
     return hackbench(2, args.hackbench_loops)
 
 
-def wl_hackbench_l(args):
+def wl_hackbench_l(args, env):
     return hackbench(4, args.hackbench_loops)
 
 
-def wl_fanout(args):
+def wl_fanout(args, env):
     out = sh([os.path.join(args.build, "bench", "fanout"), "-w", "8", "-s", str(args.seconds)]).stdout
     return {"metric": "rounds/s", "value": float(out.split()[-1]), "better": "higher"}
 
 
-def wl_mix(args):
+def wl_mix(args, env):
     """The three shapes at once; the figure is the geometric mean of their speeds."""
     procs = [
         subprocess.Popen(["perf", "bench", "sched", "pipe", "-l", str(args.pipe_loops)],
@@ -92,7 +110,7 @@ def wl_mix(args):
             "parts": {"pipe_usec_op": pipe, "hackbench_s": hack, "fanout_rounds_s": fan}}
 
 
-def wl_latency(args):
+def wl_latency(args, env):
     out = sh(["cyclictest", "--default-system", "-q", "-m", "-t", str(NCPU), "-i", "500",
               "-D", "%ds" % args.seconds, "-h", "2000"]).stdout
     hist = {}
@@ -115,7 +133,7 @@ def wl_latency(args):
             "p50_us": pct(0.50), "p99_us": pct(0.99), "p999_us": pct(0.999)}
 
 
-def wl_light(args):
+def wl_light(args, env):
     """An idle-ish load: one task waking 100 times a second; the figure is the
     energy estimate over the run (what power-first should lower)."""
     p = subprocess.Popen(["stress-ng", "--cyclic", "1", "--cyclic-sleep", "10000000", "-t",
@@ -125,10 +143,68 @@ def wl_light(args):
     return {"metric": "energy est.", "value": None, "better": "lower"}
 
 
+PAIR_TARGET = 0.90  # share of the hand-pinned ceiling's gain, lockstep pipe pair
+SERVER_TARGET = 0.75  # share of the ceiling's gain, one-connection servers
+NOLOSS_TARGET = 0.97  # speed-up over the kernel alone, everything that must not lose
+# A ceiling gaining less than this over the kernel alone is within the noise of
+# identical runs here: a share of it means nothing, and placed must just not lose.
+MIN_CEILING_GAIN = 1.05
+EPS = 1e-9  # a figure exactly at its target passes, whatever the float rounding
+
+PERF = ("perf", "linux-perf")
 WORKLOADS = {
-    "pair": wl_pair, "pipe": wl_pipe, "hackbench-s": wl_hackbench_s, "hackbench-l": wl_hackbench_l,
-    "fanout": wl_fanout, "mix": wl_mix, "latency": wl_latency, "light": wl_light,
+    "pair": Workload(wl_pair, "round trips/s", "higher", "lockstep pipe pair, steady state",
+                     "pair", PAIR_TARGET, pinnable=True),
+    # Its figure includes the ticks before placed packs the pair: the share of
+    # the ceiling's gain is shown, the pair's target is held by "pair" alone.
+    "pipe": Workload(wl_pipe, "usec/op", "lower", "`perf bench sched pipe`, incl. the first ticks",
+                     "pair", None, pinnable=True, needs=(PERF,)),
+    "hackbench-s": Workload(wl_hackbench_s, "seconds", "lower", "hackbench `-g 2`", "noloss",
+                            NOLOSS_TARGET, needs=(PERF,)),
+    "hackbench-l": Workload(wl_hackbench_l, "seconds", "lower", "hackbench `-g 4`", "noloss",
+                            NOLOSS_TARGET, needs=(PERF,)),
+    "fanout": Workload(wl_fanout, "rounds/s", "higher", "master + 8 workers", "noloss",
+                       NOLOSS_TARGET),
+    "mix": Workload(wl_mix, "geomean speed", "higher", "pipe + hackbench + fan-out at once",
+                    needs=(PERF,)),
+    "latency": Workload(wl_latency, "p99 wakeup latency us", "lower",
+                        "`cyclictest --default-system` p99", needs=(("cyclictest", "rt-tests"),)),
+    "light": Workload(wl_light, "energy est.", "lower", "light load, energy estimate",
+                      needs=(("stress-ng", "stress-ng"),)),
+    "redis-1c": Workload(stock.wl_redis_1c, "GET/s", "higher",
+                         "redis-server + redis-benchmark `-c 1`, unix socket", "pair",
+                         SERVER_TARGET, pinnable=True, setup=stock.redis_setup,
+                         needs=(("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"))),
+    "pg-1c": Workload(stock.wl_pg_1c, "SELECT tps", "higher",
+                      "PostgreSQL + pgbench `-c 1 -S`, unix socket", "pair", SERVER_TARGET,
+                      pinnable=True, setup=stock.pg_setup, needs=(("pgbench", "postgresql"),)),
+    "udp-1c": Workload(stock.wl_udp_1c, "round trips/s", "higher",
+                       "sockperf server + ping-pong, UDP over loopback", "pair", SERVER_TARGET,
+                       pinnable=True, setup=stock.sockperf_setup,
+                       needs=(("sockperf", "sockperf"),)),
+    "stream": Workload(stock.wl_stream, "Gbit/s", "higher", "iperf3, one TCP stream over loopback",
+                       "noloss", NOLOSS_TARGET, pinnable=True, setup=stock.iperf3_setup,
+                       needs=(("iperf3", "iperf3"),)),
+    "threads": Workload(stock.wl_threads, "events/s", "higher",
+                        "sysbench threads: 16 threads (--threads) contending one mutex", "noloss",
+                        NOLOSS_TARGET, needs=(("sysbench", "sysbench"),)),
+    "redis-32c": Workload(stock.wl_redis_32c, "GET/s", "higher",
+                          "redis-server + redis-benchmark `-c 32`, unix socket", "noloss",
+                          NOLOSS_TARGET, setup=stock.redis_setup,
+                          needs=(("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"))),
 }
+
+
+def missing_programs(workloads):
+    missing = set()
+    for w in workloads:
+        for prog, pkg in WORKLOADS[w].needs:
+            if prog == "pgbench":
+                if not stock.pg_bindir():
+                    missing.add((prog, pkg))
+            elif not shutil.which(prog):
+                missing.add((prog, pkg))
+    return sorted(missing)
 
 # --- system figures sampled around each run
 
@@ -161,6 +237,45 @@ def read_idle():
             except OSError:
                 pass
     return res
+
+
+def foreign_cpu():
+    """CPU time (s) of every user process outside the harness's own tree, by
+    (pid, start time): what else ran on the machine. Kernel threads are left
+    out (ksoftirqd and kworkers also work for the workload)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    procs = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid, flags = int(fields[1]), int(fields[6])
+        if flags & 0x00200000 or int(d) == 2 or ppid == 2:  # PF_KTHREAD
+            continue
+        procs[int(d)] = (ppid, int(fields[19]),
+                         sum(int(x) for x in fields[11:15]) / ticks)
+    ours, todo = set(), [os.getpid()]
+    children = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        pid = todo.pop()
+        ours.add(pid)
+        todo += children.get(pid, [])
+    return {(pid, st): cpu for pid, (_, st, cpu) in procs.items() if pid not in ours}
+
+
+def foreign_load(before, after, secs):
+    """CPUs' worth of other processes' work during a run. A process that ended
+    during the run is counted by its parent's cutime, which then holds its
+    whole life: the part seen before the run is taken off."""
+    total = sum(cpu - before.get(key, 0.0) for key, cpu in after.items())
+    total -= sum(cpu for key, cpu in before.items() if key not in after)
+    return max(0.0, total) / secs
 
 
 def energy_weight(name, exit_latency_us):
@@ -202,27 +317,41 @@ def system_figures(stat0, stat1, idle0, idle1, secs):
 
 
 class Placed:
+    """placed with one profile, its own journal in a private directory. stop()
+    undoes whatever start() got to, also when start() was interrupted."""
+
     def __init__(self, args, profile):
         self.args, self.profile = args, profile
+        self.proc = None
         self.dir = tempfile.mkdtemp(prefix="placed-bench-")
         self.journal = os.path.join(self.dir, "journal")
+
+    def start(self):
+        args = self.args
         conf = os.path.join(self.dir, "placed.conf")
         with open(conf, "w") as f:
             f.write("[daemon]\njournal_dir = %s\n" % self.journal)
         self.log = open(os.path.join(self.dir, "placed.log"), "w+")
         cmd = [os.path.join(args.build, "placed"), "--foreground", "--bus", "none",
-               "--profile", profile, "--config", conf,
+               "--profile", self.profile, "--config", conf,
                "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + args.placed_arg
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
-        while time.time() < deadline:
+        while True:
             self.log.seek(0)
             if "started" in self.log.read():
                 break
             if self.proc.poll() is not None:
                 raise RuntimeError("placed exited: " + open(self.log.name).read())
+            if time.time() > deadline:
+                raise RuntimeError("placed did not start within 10 s: " + open(self.log.name).read())
             time.sleep(0.05)
         time.sleep(args.settle)
+
+    def check_alive(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError("placed (%s) exited during the run, status %d:\n%s" % (
+                self.profile, self.proc.returncode, open(self.log.name).read()[-3000:]))
 
     def usage(self):
         with open("/proc/%d/stat" % self.proc.pid) as f:
@@ -237,89 +366,229 @@ class Placed:
         return {"placed_cpu_s": cpu_s, "placed_peak_rss_kib": hwm}
 
     def stop(self):
-        if self.proc.poll() is None:
+        if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        subprocess.run([os.path.join(self.args.build, "placed"), "--restore", "--journal-dir",
-                        self.journal], capture_output=True)
+                self.proc.wait()
+        if self.proc:
+            subprocess.run([os.path.join(self.args.build, "placed"), "--restore", "--journal-dir",
+                            self.journal], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_one(args, config, workload):
-    placed = Placed(args, config) if config != "kernel" else None
+PROFILES = ("power-first", "balanced", "latency-first")
+
+
+def run_one(args, config, workload, shared, rep=0):
+    """One run: the workload's server (if any) first, then placed (for a
+    profile), then the client. "kernel" is the kernel alone; "ceiling" is the
+    kernel alone with the pair's tasks pinned by hand to one CPU, the next of
+    args.ceiling_cpus at each repetition (one CPU's interrupts do not bias it)."""
+    wl = WORKLOADS[workload]
+    pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
+    env = stock.Env(pin=pin, shared=shared)
+    placed = Placed(args, config) if config not in ("kernel", "ceiling") else None
     try:
+        if wl.setup:
+            wl.setup(args, env)
+        if placed:
+            placed.start()
+        foreign0 = foreign_cpu()
         stat0, idle0, t0 = read_stat(), read_idle(), time.time()
-        res = WORKLOADS[workload](args)
+        res = wl.run(args, env)
         secs = time.time() - t0
         res.update(system_figures(stat0, read_stat(), idle0, read_idle(), secs))
+        res["foreign_cpus"] = round(foreign_load(foreign0, foreign_cpu(), secs), 3)
         res["wall_s"] = round(secs, 3)
+        if pin is not None:
+            res["ceiling_cpu"] = pin
         if res["value"] is None:
             res["value"] = res["energy_cpu_equiv"]
         if placed:
+            placed.check_alive()
             res.update(placed.usage())
             res["placed_cpu_pct_of_machine"] = round(100 * res["placed_cpu_s"] / (secs * NCPU), 3)
         return res
     finally:
         if placed:
             placed.stop()
+        env.close()
+
+
+def ratios(results, w, c, base="kernel"):
+    """Per repetition, this configuration against the base: above 1 is better."""
+    better = WORKLOADS[w].better
+    return [(b / v if better == "lower" else v / b)
+            for b, v in zip([r["value"] for r in results[w][base]],
+                            [r["value"] for r in results[w][c]]) if v and b]
 
 
 def summarize(results, configs, workloads):
     summary = {}
     for w in workloads:
         summary[w] = {}
-        base = [r["value"] for r in results[w]["kernel"]] if "kernel" in configs else None
         for c in configs:
+            if not results[w].get(c):
+                continue
             vals = [r["value"] for r in results[w][c]]
             s = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-            if base and c != "kernel":
-                better = results[w][c][0]["better"]
-                # Ratio > 1 means placed is better, whatever the direction of the metric.
-                ratios = [(b / v if better == "lower" else v / b) for b, v in zip(base, vals) if v and b]
-                s["speedup_median"] = statistics.median(ratios) if ratios else None
-                s["speedup_min"] = min(ratios) if ratios else None
-                s["speedup_max"] = max(ratios) if ratios else None
+            if results[w].get("kernel") and c != "kernel":
+                rs = ratios(results, w, c)
+                s["speedup_median"] = statistics.median(rs) if rs else None
+                s["speedup_min"] = min(rs) if rs else None
+                s["speedup_max"] = max(rs) if rs else None
             summary[w][c] = s
+        judge(summary[w], results, w)
     return summary
 
 
-def write_report(out, args, results, summary, configs, workloads):
+def judge(sw, results, w):
+    """Against the workload's target, per profile: the share of the ceiling's
+    gain, (placed/kernel - 1) / (ceiling/kernel - 1) of the medians (and the
+    worst repetition's own share), or the speed-up over the kernel alone."""
+    wl = WORKLOADS[w]
+    ceil = sw.get("ceiling", {}).get("speedup_median")
+    for c in PROFILES:
+        s = sw.get(c)
+        if not s or s.get("speedup_median") is None or not wl.kind:
+            continue
+        sp = s["speedup_median"]
+        if wl.kind == "noloss":
+            s["target"] = ">= %.2fx kernel" % wl.target
+            s["pass"] = sp >= wl.target - EPS
+        elif ceil is None:
+            s["target"] = "no ceiling measured"
+        elif ceil < MIN_CEILING_GAIN:
+            # Pinning by hand gains nothing here: the share is meaningless, and
+            # placed must simply not lose.
+            s["target"] = "ceiling gains < %d%%: >= %.2fx kernel" % (
+                round(100 * (MIN_CEILING_GAIN - 1)), NOLOSS_TARGET)
+            s["pass"] = sp >= NOLOSS_TARGET - EPS
+        else:
+            s["share_of_ceiling_gain"] = (sp - 1) / (ceil - 1)
+            per_rep = [(p - 1) / (q - 1) for p, q in zip(ratios(results, w, c),
+                                                           ratios(results, w, "ceiling"))
+                       if q >= MIN_CEILING_GAIN]
+            s["share_min"] = min(per_rep) if per_rep else None
+            if wl.target is None:
+                s["target"] = "none (share shown: the run includes placed's first ticks)"
+            else:
+                s["target"] = ">= %d%% of ceiling gain" % round(100 * wl.target)
+                s["pass"] = s["share_of_ceiling_gain"] >= wl.target - EPS
+
+
+def fmt_val(v):
+    """Three or four significant digits, thousands as k and millions as M."""
+    if abs(v) >= 1e6:
+        return "%.3gM" % (v / 1e6)
+    if abs(v) >= 1e4:
+        return "%.3gk" % (v / 1e3)
+    return "%.4g" % v
+
+
+def write_report(out, args, results, summary, configs, workloads, took):
     lines = ["# placed benchmark", "",
-             "`%s` on %d CPUs, %s; %d repetitions, configurations alternated." % (
-                 " ".join(sys.argv), NCPU, os.uname().release, args.reps), "",
-             "Speed-up is the median over repetitions of (kernel alone / placed) for times and "
-             "(placed / kernel alone) for rates: above 1 placed is better.", "",
-             "| workload | metric | " + " | ".join(configs) + " |",
-             "|---|---|" + "---|" * len(configs)]
+             "`%s` on %d CPUs, %s, cpuidle driver %s; %d repetitions, configurations alternated; "
+             "took %s." % (" ".join(sys.argv), NCPU, os.uname().release, cpuidle_driver(),
+                            args.reps, hms(took)), "",
+             "Speed-up (bold) is the median over repetitions of (kernel alone / run) for times "
+             "and (run / kernel alone) for rates: above 1 is better than the kernel alone. "
+             "*ceiling* is the kernel alone with the pair's two sides (server and client) pinned "
+             "by hand to one CPU (CPU %s, one after the other by repetition), placed not running; "
+             "only pair-like workloads have one." % ", ".join(map(str, args.ceiling_cpus)), "",
+             ]
+    bg = [r["foreign_cpus"] for w in workloads for c in configs for r in results[w].get(c, [])]
+    if bg:
+        lines += ["Other processes on the machine used a median %.2f, at most %.2f CPUs' worth "
+                  "during the runs%s" % (statistics.median(bg), max(bg),
+                                         "." if max(bg) < 0.05 else
+                                         ": **the machine was not idle, the figures are "
+                                         "disturbed** (per run: results.json, foreign_cpus)."), ""]
+    lines += ["| workload | metric | " + " | ".join(configs) + " |",
+              "|---|---|" + "---|" * len(configs)]
     for w in workloads:
-        metric = results[w][configs[0]][0]["metric"]
         cells = []
         for c in configs:
-            s = summary[w][c]
-            cell = "%.4g (%.4g–%.4g)" % (s["median"], s["min"], s["max"])
+            s = summary[w].get(c)
+            if not s:
+                cells.append("–")
+                continue
+            cell = "%s (%s–%s)" % (fmt_val(s["median"]), fmt_val(s["min"]), fmt_val(s["max"]))
             if s.get("speedup_median"):
                 cell += " **%.2fx**" % s["speedup_median"]
             cells.append(cell)
-        lines.append("| %s | %s | %s |" % (w, metric, " | ".join(cells)))
+        lines.append("| %s | %s | %s |" % (w, WORKLOADS[w].metric, " | ".join(cells)))
+
+    profiles = [c for c in configs if c in PROFILES]
+    judged = [w for w in workloads if WORKLOADS[w].kind]
+    if profiles and judged and "kernel" in configs:
+        lines += ["", "## Against the targets", "",
+                  "Pair-like workloads: placed's gain as a share of the ceiling's gain, "
+                  "(placed/kernel - 1) / (ceiling/kernel - 1) of the median speed-ups, the "
+                  "worst repetition's own share in brackets (of the repetitions whose ceiling "
+                  "gained %d%% or more). Others, and pair-like workloads whose ceiling gains "
+                  "less: the speed-up over the kernel alone. PASS/FAIL is the median against "
+                  "the target." % round(100 * (MIN_CEILING_GAIN - 1)), "",
+                  "| workload | target | ceiling | " + " | ".join(profiles) + " |",
+                  "|---|---|---|" + "---|" * len(profiles)]
+        for w in judged:
+            ceil = summary[w].get("ceiling", {}).get("speedup_median")
+            target = next((summary[w][c]["target"] for c in profiles
+                           if summary[w].get(c, {}).get("target")), "–")
+            cells = []
+            for c in profiles:
+                s = summary[w].get(c, {})
+                if s.get("speedup_median") is None:
+                    cells.append("–")
+                    continue
+                cell = "%.2fx" % s["speedup_median"]
+                if "share_of_ceiling_gain" in s:
+                    cell += ", %.1f%%" % (100 * s["share_of_ceiling_gain"])
+                    if s.get("share_min") is not None:
+                        cell += " (%.1f%%)" % (100 * s["share_min"])
+                if "pass" in s:
+                    cell += " **%s**" % ("PASS" if s["pass"] else "FAIL")
+                cells.append(cell)
+            lines.append("| %s | %s | %s | %s |" % (w, target, "%.2fx" % ceil if ceil else "–",
+                                                    " | ".join(cells)))
+
+    lines += ["", "## Workloads", ""]
+    for w in workloads:
+        lines.append("- **%s**: %s (%s, %s is better)" % (w, WORKLOADS[w].label, WORKLOADS[w].metric,
+                                                       WORKLOADS[w].better))
     lines += ["", "## Per-CPU figures (median repetition)", "",
-              "| workload | config | busy per CPU | deepest-state residency per CPU | idle entries/s per CPU | energy est. (CPU-equiv.) | placed CPU % | placed peak RSS KiB |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| workload | config | busy per CPU | deepest-state residency per CPU | idle entries/s per CPU | energy est. (CPU-equiv.) | placed CPU % | placed peak RSS KiB | other processes (CPUs) |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for w in workloads:
         for c in configs:
+            if not results[w].get(c):
+                continue
             runs = sorted(results[w][c], key=lambda r: r["value"])
             r = runs[len(runs) // 2]
             busy = " ".join("%.2f" % r["cpus"][k]["busy"] for k in sorted(r["cpus"]))
             deep = " ".join("%.2f" % (list(r["cpus"][k]["residency"].values())[-1]
                                       if r["cpus"][k]["residency"] else 0) for k in sorted(r["cpus"]))
             ent = " ".join("%.0f" % r["cpus"][k]["idle_entries_per_s"] for k in sorted(r["cpus"]))
-            lines.append("| %s | %s | %s | %s | %s | %.2f | %s | %s |" % (
+            lines.append("| %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f |" % (
                 w, c, busy, deep, ent, r["energy_cpu_equiv"],
-                r.get("placed_cpu_pct_of_machine", "–"), r.get("placed_peak_rss_kib", "–")))
+                r.get("placed_cpu_pct_of_machine", "–"), r.get("placed_peak_rss_kib", "–"),
+                r["foreign_cpus"]))
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def cpuidle_driver():
+    try:
+        return open("/sys/devices/system/cpu/cpuidle/current_driver").read().strip()
+    except OSError:
+        return "none"
+
+
+def hms(secs):
+    return "%d min %02d s" % (secs // 60, secs % 60)
 
 
 def planner_scale(args):
@@ -354,25 +623,38 @@ def plot(out, summary, configs, workloads):
     with open(data, "w") as f:
         f.write("workload " + " ".join(c for c in configs if c != "kernel") + "\n")
         for w in workloads:
-            f.write(w + " " + " ".join("%.4f" % (summary[w][c].get("speedup_median") or 0)
-                                       for c in configs if c != "kernel") + "\n")
+            f.write(w + " " + " ".join(
+                "%.4f" % summary[w][c]["speedup_median"]
+                if summary[w].get(c, {}).get("speedup_median") else "NaN"  # no bar
+                for c in configs if c != "kernel") + "\n")
     n = len([c for c in configs if c != "kernel"])
+    lows = [summary[w][c]["speedup_median"] for w in workloads for c in configs
+            if summary[w].get(c, {}).get("speedup_median")]
+    low = min([0.5] + [0.9 * x for x in lows])
     script = """set terminal pngcairo size 900,500
 set output '%s'
-set title 'placed: speed-up over the kernel alone (median, >1 is better)'
+set title 'speed-up over the kernel alone: placed per profile, the hand-pinned ceiling (median, >1 is better)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set logscale y 2
-set yrange [0.5:*]
+set yrange [%g:*]
 set ylabel 'speed-up (log scale)'
 set grid ytics
 set xtics rotate by -25
 set key top right
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 2
 plot for [i=2:%d] '%s' using i:xtic(1) title columnheader(i)
-""" % (os.path.join(out, "speedup.png"), n + 1, data)
+""" % (os.path.join(out, "speedup.png"), low, n + 1, data)
     subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+
+
+def on_sigterm(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")
+
+
+ALL_WORKLOADS = ("pair,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light,"
+                 "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c")
 
 
 def main():
@@ -380,42 +662,84 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=None)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--configs", default="kernel,power-first,balanced,latency-first")
-    ap.add_argument("--workloads", default="pair,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light")
-    ap.add_argument("--seconds", type=int, default=4, help="length of timed workloads")
+    ap.add_argument("--configs", default="kernel,power-first,balanced,latency-first,ceiling",
+                    help="kernel, the profiles, ceiling (the pair pinned by hand)")
+    ap.add_argument("--workloads", default=ALL_WORKLOADS, help="comma-separated, of: " + ALL_WORKLOADS)
+    ap.add_argument("--seconds", type=float, default=2, help="measured length of timed workloads")
+    ap.add_argument("--warmup", type=float, default=3,
+                    help="seconds of a steady-state workload's run left out of its figure")
     ap.add_argument("--pipe-loops", type=int, default=200000)
-    ap.add_argument("--hackbench-loops", type=int, default=1000)
+    ap.add_argument("--hackbench-loops", type=int, default=500)
+    ap.add_argument("--threads", type=int, default=16, help="threads of the contended workload")
+    ap.add_argument("--ceiling-cpus", default="all",
+                    help="CPUs the ceiling pins a pair to, one per repetition in turn "
+                         "(comma-separated; default: all this harness may use)")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
     args = ap.parse_args()
     args.out = args.out or os.path.join(args.build, "bench")
-    os.makedirs(args.out, exist_ok=True)
     configs = args.configs.split(",")
     workloads = args.workloads.split(",")
     for w in workloads:
         if w not in WORKLOADS:
             ap.error("unknown workload %r (known: %s)" % (w, ", ".join(WORKLOADS)))
+    for c in configs:
+        if c not in ("kernel", "ceiling") + PROFILES:
+            ap.error("unknown configuration %r (known: kernel, %s, ceiling)" % (c, ", ".join(PROFILES)))
+    if args.reps < 1 or args.seconds < 1 or args.warmup < 0:
+        ap.error("--reps and --seconds must be at least 1, --warmup at least 0")
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        args.ceiling_cpus = allowed if args.ceiling_cpus == "all" else [
+            int(c) for c in args.ceiling_cpus.split(",")]
+    except ValueError:
+        ap.error("--ceiling-cpus %r is not a comma-separated list of CPU numbers" % args.ceiling_cpus)
+    for cpu in args.ceiling_cpus:
+        if cpu not in allowed:
+            ap.error("--ceiling-cpus: CPU %d is not a CPU this harness may use (%s)" % (
+                cpu, ",".join(map(str, allowed))))
+    missing = missing_programs(workloads)
+    if missing:
+        sys.exit("bench.py: missing %s; install them with make deps (Debian packages: %s)" % (
+            ", ".join(p for p, _ in missing), " ".join(sorted({k for _, k in missing}))))
+    os.makedirs(args.out, exist_ok=True)
+    signal.signal(signal.SIGTERM, on_sigterm)
 
+    t_start = time.time()
+    shared = stock.Shared()
     results = {w: {c: [] for c in configs} for w in workloads}
-    for rep in range(args.reps):
-        order = configs[rep % len(configs):] + configs[:rep % len(configs)]
-        for w in workloads:
-            for c in order:
-                r = run_one(args, c, w)
-                results[w][c].append(r)
-                print("rep %d %-12s %-14s %s %.4g" % (rep + 1, w, c, r["metric"], r["value"]),
-                      flush=True)
+    try:
+        for rep in range(args.reps):
+            order = configs[rep % len(configs):] + configs[:rep % len(configs)]
+            for w in workloads:
+                for c in order:
+                    if c == "ceiling" and not WORKLOADS[w].pinnable:
+                        continue
+                    r = run_one(args, c, w, shared, rep)
+                    results[w][c].append(r)
+                    print("rep %d %-12s %-14s %s %.4g (%.1f s, others %.2f CPUs)" % (
+                        rep + 1, w, c, r["metric"], r["value"], r["wall_s"], r["foreign_cpus"]),
+                        flush=True)
+    finally:
+        shared.close()
+    took = time.time() - t_start
 
     summary = summarize(results, configs, workloads)
     scale = planner_scale(args)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"argv": sys.argv, "ncpu": NCPU, "kernel": os.uname().release,
+                   "cpuidle_driver": cpuidle_driver(), "took_s": round(took, 1),
                    "summary": summary, "planner_scale": scale, "runs": results}, f, indent=1)
-    write_report(args.out, args, results, summary, configs, workloads)
+    write_report(args.out, args, results, summary, configs, workloads, took)
     write_planner(args.out, scale)
     plot(args.out, summary, configs, workloads)
     print(open(os.path.join(args.out, "report.md")).read())
+    print("bench.py took %s" % hms(took))
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt as e:
+        sys.exit("bench.py: stopped by %s; servers stopped, placed's changes undone" %
+                 (e.args[0] if e.args else "Ctrl-C"))

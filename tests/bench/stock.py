@@ -1,0 +1,428 @@
+"""Stock Debian software as benchmark workloads, run privately.
+
+Every server here is started by the harness for one run and stopped after it:
+in a temporary directory, listening on a unix socket in that directory or on
+127.0.0.1 only, never as a system service. Nothing but loopback is contacted.
+Env.close() stops what a run started (SIGTERM, or SIGINT for PostgreSQL's fast
+shutdown; SIGKILL after 10 s) and removes its directory; the harness calls it
+in a finally block, so also after Ctrl-C.
+
+A workload is a Workload: setup(args, env) starts the server (before placed
+starts: a server runs long before anyone places it), run(args, env) drives it
+with its stock client and returns the figure. With env.pin set (the ceiling
+configuration) the server's tasks and the client are pinned to that one CPU
+by hand with sched_setaffinity / taskset, while placed is not running.
+
+The servers' figures are their steady state: the client
+runs args.warmup + args.seconds seconds as one process, and only its last
+args.seconds count, so a placement decided in the first ticks is measured
+after it took effect (the same window for every configuration).
+"""
+import glob
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+
+class Workload:
+    """kind: "pair" (ceiling measured, target: share of the ceiling's gain),
+    "noloss" (target: speed-up over the kernel alone), None (no target).
+    pinnable: the ceiling configuration applies (a pair's two sides)."""
+
+    def __init__(self, run, metric, better, label, kind=None, target=None, pinnable=False,
+                 setup=None, needs=()):
+        self.run, self.setup = run, setup
+        self.metric, self.better, self.label = metric, better, label
+        self.kind, self.target, self.pinnable = kind, target, pinnable
+        self.needs = needs  # (program, Debian package) pairs
+
+
+class Env:
+    """What one run owns: a private directory, its server processes, its pin."""
+
+    def __init__(self, pin=None, shared=None):
+        self.pin = pin
+        self.shared = shared  # the harness-wide state (Shared) for one-time setups
+        self.dir = tempfile.mkdtemp(prefix="placed-bench-run-")
+        os.chmod(self.dir, 0o711)  # servers running as another user reach their subdirectory
+        self.procs = []
+        self.state = {}
+
+    def cmd(self, argv):
+        """argv, pinned to the ceiling CPU when this run is the ceiling."""
+        return (["taskset", "-c", str(self.pin)] + argv) if self.pin is not None else argv
+
+    def server(self, argv, log, stop_signal=signal.SIGTERM, **kw):
+        """Start a server in its own session (a terminal's Ctrl-C reaches the
+        harness, which stops it in order) and remember it for close()."""
+        out = open(os.path.join(self.dir, log), "w")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True, **kw)
+        out.close()
+        self.procs.append((p, stop_signal))
+        return p
+
+    def log_tail(self, log, n=20):
+        try:
+            return "".join(open(os.path.join(self.dir, log)).readlines()[-n:])
+        except OSError:
+            return ""
+
+    def pin_server(self, pid):
+        """The ceiling: every thread of pid and of its descendants to self.pin."""
+        if self.pin is None:
+            return
+        for tid in process_tree_tids(pid):
+            try:
+                os.sched_setaffinity(tid, {self.pin})
+            except OSError:
+                pass  # a thread that just exited
+
+    def close(self):
+        for p, sig in reversed(self.procs):
+            stop_process(p, sig)
+        self.procs = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Shared:
+    """State kept across runs: a PostgreSQL data directory made once."""
+
+    def __init__(self):
+        self.dir = None
+        self.pg = None
+
+    def mkdir(self):
+        if not self.dir:
+            self.dir = tempfile.mkdtemp(prefix="placed-bench-shared-")
+            os.chmod(self.dir, 0o711)
+        return self.dir
+
+    def close(self):
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+
+def stop_process(p, sig=signal.SIGTERM, grace=10):
+    if p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, sig)
+    except OSError:
+        p.send_signal(sig)
+    try:
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            p.kill()
+        p.wait()
+
+
+def process_tree_tids(pid):
+    tids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for t in os.listdir("/proc/%d/task" % p):
+                tids.append(int(t))
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return tids
+
+
+def free_port(kind):
+    """A free 127.0.0.1 port of kind socket.SOCK_STREAM or SOCK_DGRAM."""
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what, ready, procs, env, log, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if ready():
+            return
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError("%s exited (status %s) before it was ready:\n%s" % (
+                    what, p.returncode, env.log_tail(log)))
+        time.sleep(0.02)
+    raise RuntimeError("%s not ready after %d s:\n%s" % (what, timeout, env.log_tail(log)))
+
+
+def loopback_bound(proto, port, listening):
+    """Whether 127.0.0.1:port is bound in /proc/net/{tcp,udp} (TCP: listening)."""
+    want = "0100007F:%04X" % port
+    with open("/proc/net/" + proto) as f:
+        for line in f.readlines()[1:]:
+            cols = line.split()
+            if cols[1] == want and (not listening or cols[3] == "0A"):
+                return True
+    return False
+
+
+def unix_connectable(path):
+    if not os.path.exists(path):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(path)
+            return True
+        except OSError:
+            return False
+
+
+def run_for(argv, seconds):
+    """Run a client that runs until stopped for `seconds`, then SIGINT it (as
+    Ctrl-C would); return its stdout + stderr."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = p.communicate(timeout=seconds)
+        raise RuntimeError("%s ended early (status %d):\n%s" % (argv[0], p.returncode, out[-2000:]))
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGINT)
+        try:
+            out, _ = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+    return out
+
+
+# --- redis: redis-server on a unix socket, redis-benchmark
+
+def redis_setup(args, env):
+    sock = os.path.join(env.dir, "redis.sock")
+    p = env.server(["redis-server", "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+                    "--save", "", "--appendonly", "no", "--dir", env.dir, "--daemonize", "no",
+                    "--io-threads", "1"], "redis.log")
+    wait_for("redis-server", lambda: unix_connectable(sock), [p], env, "redis.log")
+    env.pin_server(p.pid)
+    env.state["redis_sock"] = sock
+
+
+def redis_bench(args, env, clients):
+    """GET requests/s over the last args.seconds of one redis-benchmark run:
+    it prints its instantaneous rate every 250 ms; the first args.warmup
+    seconds of samples are left out."""
+    total = args.warmup + args.seconds
+    out = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c", str(clients),
+                           "-n", "1000000000", "-t", "get", "-q"]), total)
+    rates = [float(x) for x in re.findall(r"rps=([\d.]+) \(overall", out)]
+    # The first sample comes at the start (rate 0); then one every 250 ms.
+    rates = rates[1:]
+    skip = int(args.warmup * 4)
+    window = rates[skip:]
+    if len(window) < 2:
+        raise RuntimeError("redis-benchmark printed %d rate samples:\n%s" % (len(rates), out[-2000:]))
+    return {"metric": "GET/s", "value": sum(window) / len(window), "better": "higher",
+            "samples": len(window)}
+
+
+def wl_redis_1c(args, env):
+    return redis_bench(args, env, 1)
+
+
+def wl_redis_32c(args, env):
+    return redis_bench(args, env, 32)
+
+
+# --- PostgreSQL: a private cluster made once, a postmaster per run, pgbench
+
+def pg_bindir():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"),
+                   key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    return os.path.dirname(found[-1]) if found else None
+
+
+def pg_user():
+    """Who runs PostgreSQL (it refuses root): as root the postgres user, else
+    the harness's own user. Returns uid, gid and the Popen arguments."""
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid(), {}
+    try:
+        pw = pwd.getpwnam("postgres")
+    except KeyError:
+        raise RuntimeError("no postgres user: install the postgresql package (make deps)")
+    return pw.pw_uid, pw.pw_gid, {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
+
+
+def pg_prepare(args, shared):
+    """initdb (as the postgres user when root) into a private directory and
+    fill pgbench's tables (scale 1): once per harness run."""
+    if shared.pg:
+        return shared.pg
+    bindir = pg_bindir()
+    uid, gid, as_user = pg_user()
+    top = os.path.join(shared.mkdir(), "pg")
+    os.mkdir(top, 0o700)
+    os.chown(top, uid, gid)
+    data = os.path.join(top, "data")
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": top}
+    r = subprocess.run([os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
+                        "--no-sync", "-E", "UTF8", "--locale=C"], cwd=top, env=env,
+                       capture_output=True, text=True, **as_user)
+    if r.returncode:
+        raise RuntimeError("initdb failed:\n" + r.stdout + r.stderr)
+    pg = {"bindir": bindir, "data": data, "top": top, "uid": uid, "gid": gid, "env": env,
+          "as_user": as_user}
+    e = Env(shared=shared)
+    try:
+        pg_start(e, pg)
+        pgbench(e, pg, ["-i", "-s", "1", "-q"])
+    finally:
+        e.close()
+    shared.pg = pg
+    return pg
+
+
+def pg_start(env, pg):
+    """The postmaster on a unix socket in this run's directory, no TCP."""
+    sockdir = os.path.join(env.dir, "pgsock")
+    os.mkdir(sockdir, 0o700)
+    os.chown(sockdir, pg["uid"], pg["gid"])
+    p = env.server([os.path.join(pg["bindir"], "postgres"), "-D", pg["data"],
+                    "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sockdir,
+                    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                    "-c", "logging_collector=off"],
+                   "postgres.log", stop_signal=signal.SIGINT,  # SIGINT: fast shutdown
+                   cwd=pg["top"], env=pg["env"], **pg["as_user"])
+    wait_for("postgres", lambda: unix_connectable(os.path.join(sockdir, ".s.PGSQL.5432")),
+             [p], env, "postgres.log")
+    # Accepting connections follows the socket by a moment.
+    deadline = time.time() + 15
+    while subprocess.run([os.path.join(pg["bindir"], "pg_isready"), "-q", "-h", sockdir, "-U",
+                          "postgres"]).returncode != 0:
+        if time.time() > deadline or p.poll() is not None:
+            raise RuntimeError("postgres does not accept connections:\n" +
+                               env.log_tail("postgres.log"))
+        time.sleep(0.05)
+    env.state["pg_sock"] = sockdir
+    return p
+
+
+def pgbench(env, pg, extra):
+    r = subprocess.run(env.cmd([os.path.join(pg["bindir"], "pgbench"), "-h", env.state["pg_sock"],
+                                "-U", "postgres"] + extra + ["postgres"]),
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError("pgbench %s failed:\n%s%s" % (" ".join(extra), r.stdout, r.stderr))
+    return r.stdout + r.stderr
+
+
+def pg_setup(args, env):
+    pg = pg_prepare(args, env.shared)
+    p = pg_start(env, pg)
+    # Pinning the postmaster pins the backend it forks for pgbench's connection.
+    env.pin_server(p.pid)
+
+
+def wl_pg_1c(args, env):
+    """pgbench -S (one indexed SELECT a transaction), one connection: the
+    mean of its per-second progress reports after the warm-up."""
+    warm, secs = int(round(args.warmup)), max(2, int(round(args.seconds)))
+    out = pgbench(env, env.shared.pg, ["-c", "1", "-S", "-T", str(warm + secs), "-P", "1"])
+    tps = [(float(t), float(v)) for t, v in re.findall(r"progress: ([\d.]+) s, ([\d.]+) tps", out)]
+    window = [v for t, v in tps if t > warm + 0.5]
+    if len(window) < 2:
+        raise RuntimeError("pgbench printed %d progress lines:\n%s" % (len(tps), out[-2000:]))
+    return {"metric": "SELECT tps", "value": sum(window) / len(window), "better": "higher",
+            "samples": len(window)}
+
+
+# --- UDP request/response over loopback: sockperf server + sockperf ping-pong
+
+def sockperf_setup(args, env):
+    port = free_port(socket.SOCK_DGRAM)
+    p = env.server(["sockperf", "server", "-i", "127.0.0.1", "-p", str(port)], "sockperf.log")
+    wait_for("sockperf server", lambda: loopback_bound("udp", port, False), [p], env, "sockperf.log")
+    env.pin_server(p.pid)
+    env.state["udp_port"] = port
+
+
+def wl_udp_1c(args, env):
+    """Round trips/s of one sockperf ping-pong client (14-byte UDP messages,
+    one in flight) over the last args.seconds: its full log has every
+    message's send and receive time. sockperf's own warm-up (0.4 s) is the
+    start of the harness's warm-up."""
+    log = os.path.join(env.dir, "sockperf.csv")
+    # sockperf sleeps 2 s between its warm-up messages and the test, then runs
+    # the test for -t seconds (its first 0.4 s are not logged).
+    total = int(args.warmup + args.seconds + 0.999)
+    r = subprocess.run(env.cmd(["sockperf", "ping-pong", "-i", "127.0.0.1", "-p",
+                                str(env.state["udp_port"]), "-t", str(total), "--full-log", log]),
+                       capture_output=True, text=True, timeout=total + 30)
+    if r.returncode:
+        raise RuntimeError("sockperf ping-pong failed:\n" + r.stdout + r.stderr)
+    tx = []
+    with open(log) as f:
+        for line in f:
+            m = re.match(r"^\s*\d+,\s*([\d.]+),\s*([\d.]+),", line)
+            if m and float(m.group(2)) > 0:
+                tx.append(float(m.group(1)))
+    if len(tx) < 100:
+        raise RuntimeError("sockperf logged %d round trips:\n%s" % (len(tx), r.stdout[-2000:]))
+    start = tx[0] - 0.4 + args.warmup
+    window = [t for t in tx if t >= start]
+    if len(window) < 2 or window[-1] - window[0] < args.seconds / 2:
+        raise RuntimeError("sockperf's log covers %.2f s, less than the warm-up" % (tx[-1] - tx[0]))
+    return {"metric": "round trips/s", "value": (len(window) - 1) / (window[-1] - window[0]),
+            "better": "higher", "window_s": round(window[-1] - window[0], 3)}
+
+
+# --- a streaming pair over loopback TCP: iperf3, one stream
+
+def iperf3_setup(args, env):
+    port = free_port(socket.SOCK_STREAM)
+    p = env.server(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)], "iperf3.log")
+    wait_for("iperf3 server", lambda: loopback_bound("tcp", port, True), [p], env, "iperf3.log")
+    env.pin_server(p.pid)
+    env.state["tcp_port"] = port
+
+
+def wl_stream(args, env):
+    """Gbit/s received by the server over one TCP stream over loopback; iperf3
+    omits the first args.warmup seconds itself (-O)."""
+    secs = max(1, int(round(args.seconds)))
+    warm = int(round(args.warmup))
+    r = subprocess.run(env.cmd(["iperf3", "-c", "127.0.0.1", "-p", str(env.state["tcp_port"]),
+                                "-t", str(secs), "-O", str(warm), "-J"]),
+                       capture_output=True, text=True, timeout=secs + warm + 30)
+    try:
+        res = json.loads(r.stdout)
+        bps = res["end"]["sum_received"]["bits_per_second"]
+    except (ValueError, KeyError):
+        raise RuntimeError("iperf3 client failed (status %d):\n%s%s" % (
+            r.returncode, r.stdout[-2000:], r.stderr))
+    return {"metric": "Gbit/s", "value": bps / 1e9, "better": "higher",
+            "cpu_utilization_percent": res["end"].get("cpu_utilization_percent")}
+
+
+# --- many threads contending on one lock: sysbench threads
+
+def wl_threads(args, env):
+    """sysbench's threads test: args.threads threads contending one pthread
+    mutex (each event: 10 rounds of lock, sched_yield, unlock); the figure is
+    events per second over args.seconds."""
+    secs = max(1, int(round(args.seconds)))
+    r = subprocess.run(["sysbench", "threads", "--threads=%d" % args.threads, "--thread-locks=1",
+                        "--thread-yields=10", "--time=%d" % secs, "run"],
+                       capture_output=True, text=True, timeout=secs + 60)
+    t = re.search(r"total time:\s+([\d.]+)s", r.stdout)
+    n = re.search(r"total number of events:\s+(\d+)", r.stdout)
+    if r.returncode or not t or not n:
+        raise RuntimeError("sysbench threads failed (status %d):\n%s" % (
+            r.returncode, (r.stdout + r.stderr)[-2000:]))
+    return {"metric": "events/s", "value": int(n.group(1)) / float(t.group(1)), "better": "higher"}

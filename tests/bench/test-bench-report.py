@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Checks of bench.py's arithmetic on made-up runs (no workload is run, no
+root needed): speed-ups by the metric's direction, the share of the
+ceiling's gain and PASS/FAIL against the targets, the noise rule for a
+ceiling that gains little, and other processes' CPU time when one of them
+ends during a run.
+
+    python3 tests/bench/test-bench-report.py
+"""
+import os
+import sys
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+
+def runs(values):
+    return [{"value": v} for v in values]
+
+
+class Report(unittest.TestCase):
+    def summary(self, w, by_config):
+        results = {w: {c: runs(v) for c, v in by_config.items()}}
+        return bench.summarize(results, list(by_config), [w])[w]
+
+    def test_rate_share_of_ceiling_gain(self):
+        # Ceiling 2x the kernel, balanced 1.9x: 90% of the gain, the pair's target.
+        s = self.summary("pair", {"kernel": [100, 100, 100], "balanced": [190, 190, 190],
+                                  "power-first": [150, 160, 170], "ceiling": [200, 200, 200]})
+        self.assertAlmostEqual(s["balanced"]["speedup_median"], 1.9)
+        self.assertAlmostEqual(s["balanced"]["share_of_ceiling_gain"], 0.9)
+        self.assertTrue(s["balanced"]["pass"])
+        self.assertAlmostEqual(s["power-first"]["share_of_ceiling_gain"], 0.6)
+        self.assertAlmostEqual(s["power-first"]["share_min"], 0.5)
+        self.assertFalse(s["power-first"]["pass"])
+
+    def test_time_metric_is_inverted(self):
+        # pipe is usec/op: lower is better. Kernel 20, ceiling 10 (2x), placed 12.5
+        # (1.6x). Its run includes placed's first ticks: a share, but no target.
+        s = self.summary("pipe", {"kernel": [20.0], "balanced": [12.5], "ceiling": [10.0]})
+        self.assertAlmostEqual(s["ceiling"]["speedup_median"], 2.0)
+        self.assertAlmostEqual(s["balanced"]["share_of_ceiling_gain"], 0.6)
+        self.assertNotIn("pass", s["balanced"])
+        # A pair whose ceiling gains nothing must still not lose.
+        s = self.summary("pipe", {"kernel": [20.0], "balanced": [22.0], "ceiling": [20.0]})
+        self.assertFalse(s["balanced"]["pass"])
+
+    def test_server_target_is_75_percent(self):
+        s = self.summary("redis-1c", {"kernel": [1000], "balanced": [1150], "ceiling": [1200]})
+        self.assertAlmostEqual(s["balanced"]["share_of_ceiling_gain"], 0.75)
+        self.assertTrue(s["balanced"]["pass"])
+
+    def test_ceiling_within_noise_holds_placed_to_no_loss(self):
+        s = self.summary("udp-1c", {"kernel": [1000], "balanced": [960], "latency-first": [980],
+                                    "ceiling": [1030]})
+        self.assertNotIn("share_of_ceiling_gain", s["balanced"])
+        self.assertFalse(s["balanced"]["pass"])
+        self.assertTrue(s["latency-first"]["pass"])
+
+    def test_no_loss_workload(self):
+        s = self.summary("hackbench-l", {"kernel": [3.0], "balanced": [3.2], "power-first": [3.05]})
+        self.assertNotIn("ceiling", s)
+        self.assertFalse(s["balanced"]["pass"])  # 3.0 / 3.2 = 0.94x
+        self.assertTrue(s["power-first"]["pass"])  # 0.98x
+
+    def test_other_processes_ending_during_a_run(self):
+        # Process 10 (10 s of CPU before the run) ends and is reaped by 5, whose
+        # cutime then holds its whole life: only the 1 s it ran during the run
+        # and the 0.5 s of 5 itself count; 20 started during the run.
+        before = {(5, 1): 3.0, (10, 2): 10.0}
+        after = {(5, 1): 3.0 + 0.5 + 11.0, (20, 9): 0.5}
+        self.assertAlmostEqual(bench.foreign_load(before, after, 2.0), 1.0)
+
+    def test_figures(self):
+        self.assertEqual(bench.fmt_val(73740), "73.7k")
+        self.assertEqual(bench.fmt_val(1.2e6), "1.2M")
+        self.assertEqual(bench.fmt_val(13.38), "13.38")
+
+
+if __name__ == "__main__":
+    unittest.main()
