@@ -76,7 +76,10 @@ wait_for 5 grep -q '^RELOADING=1' "$T/notify.log" || fail "no RELOADING=1"
 grep -A1 '^RELOADING=1' "$T/notify.log" | grep -q '^MONOTONIC_USEC=[0-9]' || fail "RELOADING=1 without MONOTONIC_USEC"
 wait_for 5 notified READY=1 || fail "no READY=1 after reload"
 grep -q 'Reloading configuration' "$T/placed.log" || fail "reload not logged"
-ok "SIGHUP reload: RELOADING=1 + MONOTONIC_USEC, READY=1"
+# Nobody chose a profile (no --profile, no SetProfile): the new default applies.
+wait_for 5 grep -q '^STATUS=Profile latency-first' "$T/notify.log" ||
+    fail "the reload did not apply the changed default profile"
+ok "SIGHUP reload: RELOADING=1 + MONOTONIC_USEC, READY=1, the new default profile"
 
 # --- a broken file on reload is logged with file and line; placed keeps running
 printf '[daemon]\ninterval_ms = fast\n' >"$T/etc/placed.conf"
@@ -87,7 +90,7 @@ wait_for 5 notified READY=1 || fail "no READY=1 after failed reload"
 grep -q 'keeping the running configuration' "$T/placed.log" || fail "no 'keeping' message"
 sleep 0.3
 kill -0 $pid 2>/dev/null || fail "placed died on a broken reload"
-grep -q '^STATUS=Profile balanced' "$T/notify.log" || fail "profile changed by a failed reload"
+grep -q '^STATUS=Profile latency-first' "$T/notify.log" || fail "profile changed by a failed reload"
 ok "broken reload logged ($(grep -m1 'placed.conf:2:' "$T/placed.log" | sed 's/^<[0-9]>//')), still running"
 
 # --- SIGTERM stops within a second: STOPPING=1, exit 0
