@@ -11,11 +11,21 @@
 
 #include "config.h"
 
+static char profiles[] = "/tmp/placed-fuzz-profiles.XXXXXX";
+
+static void remove_profiles(void) {
+        char path[sizeof(profiles) + 32];
+        snprintf(path, sizeof(path), "%s/fuzzed.conf", profiles);
+        (void)unlink(path);
+        snprintf(path, sizeof(path), "%s/balanced.conf", profiles);
+        (void)unlink(path);
+        (void)rmdir(profiles);
+}
+
 static void diag_ignore(void *userdata, ConfigDiagLevel level, const char *message) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static char profiles[] = "/tmp/placed-fuzz-profiles.XXXXXX";
         static bool made;
         if (!made) {
                 if (!mkdtemp(profiles))
@@ -27,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!f || fclose(f) != 0)
                         abort();
                 made = true;
+                atexit(remove_profiles);
         }
         if (size == 0)
                 return 0;

@@ -36,14 +36,26 @@ static int no_sync(int fd) {
         return 0; /* durability is not what is fuzzed: thousands of runs a second */
 }
 
+static char dir[] = "/tmp/placed-fuzz-journal.XXXXXX";
+
+static void remove_dir(void) {
+        static const char *const names[] = { "journal", "journal.failed", "journal.tmp" };
+        char path[sizeof(dir) + 32];
+        for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+                (void)unlink(path);
+        }
+        (void)rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static char dir[] = "/tmp/placed-fuzz-journal.XXXXXX";
         static char path[sizeof(dir) + 32], failed[sizeof(dir) + 32];
         if (path[0] == '\0') {
                 if (!mkdtemp(dir))
                         abort();
                 snprintf(path, sizeof(path), "%s/journal", dir);
                 snprintf(failed, sizeof(failed), "%s/journal.failed", dir);
+                atexit(remove_dir);
         }
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0)
