@@ -582,6 +582,8 @@ sys.exit(0 if any(g[1] == "pair" and set(g[2]) == tids for g in json.load(sys.st
     pc_rc 0 status
     grep -Eq '^ *Wakeups: [1-9][0-9]* attributed \([1-9][0-9]* in softirq\), [0-9]+ skipped, [0-9]+ lost$' "$T/pc.out" ||
         fail "status wakeups: $(cat "$T/pc.out")"
+    local softirq_line
+    softirq_line=$(grep -o '[0-9]* in softirq' "$T/pc.out")
     pc_rc 0 --json status
     python3 -c '
 import json, sys
@@ -591,7 +593,7 @@ assert d["sampler_skipped"] >= 0 and d["sampler_lost"] >= 0, d
 ' "$T/pc.out" || fail "status --json sampler counters: $(cat "$T/pc.out")"
     kill $np 2>/dev/null || true
     wait $np 2>/dev/null || true
-    ok "UDP pair over loopback $np<->$server: ListGroups pair, $(grep -o '[0-9]* in softirq' "$T/pc.out") in status"
+    ok "UDP pair over loopback $np<->$server: ListGroups pair, $softirq_line in status"
 }
 
 check_restore_enforce() {
