@@ -1,0 +1,51 @@
+#!/bin/bash
+# PID 1 of a matrix VM (after the initramfs switch_root'ed into the host's
+# root, read-only over 9p): mounts what the tests need, among them cgroup v2
+# with the cpuset controller enabled, runs the tests named in
+# /run/placed-results/run.env with tests/run-tests.sh (their logs go to the
+# results share, bound over BUILD/tests/logs), writes the closing line of
+# all of them to /run/placed-results/summary and powers off.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 TERM=dumb
+res=/run/placed-results
+
+poweroff_now() {
+    sync
+    echo 1 >/proc/sys/kernel/sysrq
+    echo o >/proc/sysrq-trigger
+    sleep 30
+}
+trap poweroff_now EXIT
+
+# shellcheck source=/dev/null
+. "$res/run.env" || { echo "guest: no $res/run.env"; exit 1; }
+say() { echo "guest: $*"; }
+
+mkdir -p /dev/shm /dev/pts
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || say "cannot mount cgroup v2"
+echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || say "cannot enable the cpuset controller"
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
+mount --bind "$res/logs" "$PLACED_BUILD/tests/logs" || { say "cannot bind the logs"; exit 1; }
+hostname "placed-matrix" 2>/dev/null || true
+
+say "kernel $(uname -r), $(nproc) CPUs, cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
+say "cgroup v2 controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+
+passed=0 failed=0 skipped=0
+for t in $PLACED_MATRIX_TESTS; do
+    out=$(cd "$PLACED_SRC" && tests/run-tests.sh "$PLACED_BUILD" "$t" 2>&1)
+    echo "$out"
+    read -r p _ f _ s _ < <(echo "$out" | tail -n 1)
+    [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ && $s =~ ^[0-9]+$ ]] || { p=0 f=1 s=0; say "$t: no closing line"; }
+    [ $((p + f + s)) -gt 0 ] || { f=1; say "$t: no such test was run"; }
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+    echo "$out" | grep -E '^(PASS|FAIL|SKIP) ' >>"$res/results"
+done
+echo "$passed passed, $failed failed, $skipped skipped" | tee "$res/summary"
