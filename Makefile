@@ -5,6 +5,7 @@
 #   make run       run placed in the foreground from the tree (default profile)
 #   make check     every test; ends with "N passed, N failed, N skipped"
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
+#   make check-kernels    the live tests inside qemu on Debian 12's kernels (tests/kernels/)
 #   make install   honours DESTDIR and PREFIX
 #
 # lib/*.c builds into build/libplaced.a, which the daemon, placectl and the
@@ -30,6 +31,8 @@ DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	libsystemd-dev libcpupower-dev libnl-3-dev libnl-genl-3-dev libinih-dev \
 	libevent-dev libjson-c-dev libcmocka-dev dbus systemd rt-tests linux-perf \
 	stress-ng gnuplot-nox clang-format util-linux procps python3
+# make check-kernels: qemu (TCG) and a static busybox for the initramfs
+DEB_PACKAGES += qemu-system-x86 busybox-static
 
 PKGS := libsystemd libnl-3.0 libnl-genl-3.0 inih libevent libbpf json-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -135,6 +138,12 @@ check-sanitize:
 
 check-system: all
 	@tests/system/run-system-tests.sh $(BUILD)
+
+# Debian 12's 6.1 and 6.12 and the running kernel, each booted in qemu with
+# the live tests inside; one line per kernel (tests/kernels/run-matrix.sh).
+.PHONY: check-kernels
+check-kernels: all $(TEST_BINS) $(BENCH_BINS)
+	@tests/kernels/run-matrix.sh $(BUILD)
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_FILES)

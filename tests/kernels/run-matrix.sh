@@ -20,7 +20,10 @@
 #
 # Environment: PLACED_MATRIX_TESTS (test names for run-tests.sh, default
 # the three live tests and the cgroup v2 cpuset test), PLACED_MATRIX_TIMEOUT
-# (seconds a VM may run, default 600), PLACED_MATRIX_MEM (MiB, 2048).
+# (seconds a VM may run, default 600), PLACED_MATRIX_MEM (MiB, 2048),
+# PLACED_TEST_TIME_SCALE (how many times longer the tests wait for what
+# they expect, default 5: TCG runs the guest several times slower; a test
+# that sees it early goes on at once).
 set -euo pipefail
 build=${1:?usage: run-matrix.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,6 +34,7 @@ kernels=${PLACED_KERNELS:-linux-image-amd64 linux-image-6.12-amd64 running}
 tests=${PLACED_MATRIX_TESTS:-test-wake-source-live test-placement-live test-idle-live test-act-cpuset-v2-live}
 vm_timeout=${PLACED_MATRIX_TIMEOUT:-600}
 mem=${PLACED_MATRIX_MEM:-2048}
+time_scale=${PLACED_TEST_TIME_SCALE:-5}
 
 command -v qemu-system-x86_64 >/dev/null ||
     { echo "check-kernels: qemu-system-x86_64 is not installed (make deps)" >&2; exit 1; }
@@ -49,6 +53,7 @@ boot() {
 PLACED_SRC='$src'
 PLACED_BUILD='$build'
 PLACED_MATRIX_TESTS='$tests'
+export PLACED_TEST_TIME_SCALE='$time_scale'
 ENV
     start=$SECONDS
     timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
