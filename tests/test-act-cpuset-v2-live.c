@@ -345,7 +345,8 @@ int main(void) {
         }
         enabled = read_line(mount_dir, "cgroup.subtree_control");
         if (!enabled || !word_in(enabled, "cpuset")) {
-                printf("skipped: the cpuset controller is not enabled in %s/cgroup.subtree_control\n",
+                printf("skipped: the cpuset controller is not enabled in "
+                       "%s/cgroup.subtree_control\n",
                        mount_dir);
                 return 77;
         }
