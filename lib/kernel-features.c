@@ -32,7 +32,8 @@ static const struct {
         { KERNEL_FEATURE_WAKEE_FLIPS, "wakee-flips",
           "no task_struct.wakee_flips: groups judged by the wake graph's own degree, "
           "not the kernel's flips" },
-        { KERNEL_FEATURE_BPF_STATS, "bpf-stats", "no bpf_stats: the sampler's cost is not measured" },
+        { KERNEL_FEATURE_BPF_STATS, "bpf-stats",
+          "no bpf_stats: the sampler's cost is not measured" },
         { KERNEL_FEATURE_TRACEPOINT, "tracepoint",
           "no sched_waking tracepoint in tracefs: no perf sampler" },
 };

@@ -548,8 +548,18 @@ int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSou
                                 reason = NULL;
                 } else {
                         r = source_open_kind(WAKE_SOURCE_PERF, opts, &s);
-                        if (r < 0)
+                        if (r < 0) {
+                                if (ret_reason &&
+                                    asprintf(ret_reason,
+                                             "BPF sampler not used (%s), and the perf sampler "
+                                             "failed too (%s)",
+                                             why,
+                                             r == -ENOENT ? "no sched_waking tracepoint: "
+                                                            "is tracefs mounted?"
+                                                          : strerror(-r)) < 0)
+                                        *ret_reason = NULL;
                                 return r;
+                        }
                         sampling_note(s, note, sizeof(note));
                         if (ret_reason &&
                             asprintf(&reason, "BPF sampler not used (%s), using perf%s", why,

@@ -68,7 +68,8 @@ typedef struct WakeSourceOptions {
 /*
  * wake_source_open() - open a source of kind (WAKE_SOURCE_AUTO: bpf, else
  * perf). ret_reason (may be NULL) receives a malloc'd sentence saying which
- * source was chosen and why another failed, for the daemon to log. The BPF
+ * source was chosen and why another failed, for the daemon to log (when
+ * both fail, why; otherwise untouched on failure). The BPF
  * source is not tried when opts->kernel_features lacks one of
  * KERNEL_FEATURES_BPF_SAMPLER, and reads no kernel flips without
  * KERNEL_FEATURE_WAKEE_FLIPS (the task records then have has_flips false).

@@ -247,11 +247,15 @@ static void test_v2_explicit_restored_by_journal(void **state) {
         assert_sets_equal(&got, &root_cpus);
 }
 
-/* The parent confined to one CPU: a wish is clamped to it, one outside it refused. */
+/*
+ * The parent confined to one CPU: a wish it already gives is no write, one
+ * outside it is refused, a wider one is clamped to it.
+ */
 static void test_v2_parent_effective_respected(void **state) {
         CpuSet first, want, applied, got;
         CpusetResult res;
         char first_text[32];
+        _cleanup_free_ char *all_text = NULL;
         cpuset_zero(&first);
         cpuset_set(&first, cpuset_first(&root_cpus));
         assert_true(cpuset_format(&first, first_text, sizeof(first_text)) >= 0);
@@ -275,7 +279,11 @@ static void test_v2_parent_effective_respected(void **state) {
         assert_cpus_text(child_dir, "");
         assert_int_equal(journal_size(j), 0);
 
-        /* All the root's CPUs: clamped to the parent's one, and written as such. */
+        /* The child asks for all CPUs itself (v2 lets it; it gets the parent's
+         * one): a wish for all is clamped to the parent's one and written. */
+        assert_int_equal(cpuset_to_string(&root_cpus, &all_text), 0);
+        assert_int_equal(write_file(child_dir, "cpuset.cpus", all_text), 0);
+        assert_cpus_text(child_dir, all_text);
         assert_int_equal(act_cpuset_apply(a, child_name, &root_cpus, &res, &applied), 1);
         assert_int_equal(res, CPUSET_SET);
         assert_sets_equal(&applied, &first);
@@ -284,7 +292,7 @@ static void test_v2_parent_effective_respected(void **state) {
         assert_sets_equal(&got, &first);
 
         assert_int_equal(act_cpuset_release(a, child_name), 1);
-        assert_cpus_text(child_dir, "");
+        assert_cpus_text(child_dir, all_text);
         act_cpuset_free(a);
         journal_free(j);
 }
@@ -305,7 +313,6 @@ static void test_v2_admin_change_wins(void **state) {
         assert_int_equal(journal_size(j), 0);
 
         /* The crash path: confined again, the admin changes it, --restore skips it. */
-        assert_int_equal(write_file(child_dir, "cpuset.cpus", "\n"), 0);
         confine_to_last(a);
         assert_int_equal(write_file(child_dir, "cpuset.cpus", admin), 0);
         act_cpuset_free(a);

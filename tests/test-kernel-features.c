@@ -121,11 +121,11 @@ static void test_each_missing(void **state) {
         assert_int_equal(probe(), KERNEL_FEATURE_BTF | KERNEL_FEATURE_TASK_ITER |
                                           KERNEL_FEATURE_WAKEE_FLIPS);
         write_btf(WITH_TP | WITH_FLIPS);
-        assert_int_equal(probe(), KERNEL_FEATURE_BTF | KERNEL_FEATURE_TP_BTF |
-                                          KERNEL_FEATURE_WAKEE_FLIPS);
+        assert_int_equal(probe(),
+                         KERNEL_FEATURE_BTF | KERNEL_FEATURE_TP_BTF | KERNEL_FEATURE_WAKEE_FLIPS);
         write_btf(WITH_TP | WITH_ITER);
-        assert_int_equal(probe(), KERNEL_FEATURE_BTF | KERNEL_FEATURE_TP_BTF |
-                                          KERNEL_FEATURE_TASK_ITER);
+        assert_int_equal(probe(),
+                         KERNEL_FEATURE_BTF | KERNEL_FEATURE_TP_BTF | KERNEL_FEATURE_TASK_ITER);
         /* The tracepoint under debugfs counts too. */
         write_file("sys/kernel/debug/tracing/events/sched/sched_waking/id", "300\n", 4);
         assert_int_equal(probe() & KERNEL_FEATURE_TRACEPOINT, KERNEL_FEATURE_TRACEPOINT);

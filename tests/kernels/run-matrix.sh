@@ -23,7 +23,10 @@
 # (seconds a VM may run, default 600), PLACED_MATRIX_MEM (MiB, 2048),
 # PLACED_TEST_TIME_SCALE (how many times longer the tests wait for what
 # they expect, default 5: TCG runs the guest several times slower; a test
-# that sees it early goes on at once).
+# that sees it early goes on at once), PLACED_LIVE_STEPS (the steps of the
+# live shell tests to run, see tests/lib/common.sh; default: of the placement
+# test, pack and restore), PLACED_TEST_SKIP (cmocka tests of the live
+# sampler test to skip, default test_perf_mix).
 set -euo pipefail
 build=${1:?usage: run-matrix.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +38,13 @@ tests=${PLACED_MATRIX_TESTS:-test-wake-source-live test-placement-live test-idle
 vm_timeout=${PLACED_MATRIX_TIMEOUT:-600}
 mem=${PLACED_MATRIX_MEM:-2048}
 time_scale=${PLACED_TEST_TIME_SCALE:-5}
+# Under TCG every step takes seconds: of the placement test, pack and
+# restore (SIGTERM; SIGKILL and --restore); the rest runs on the host.
+live_steps=${PLACED_LIVE_STEPS-placement:1+2 placement:3+4}
+# Sampling every wakeup of three workloads at once, the perf sampler starves
+# TCG's two emulated CPUs (the two meshes fall below the model's rates in
+# turn): it is tested there on each workload alone, the mix with BPF.
+skip_tests=${PLACED_TEST_SKIP-test_perf_mix}
 
 command -v qemu-system-x86_64 >/dev/null ||
     { echo "check-kernels: qemu-system-x86_64 is not installed (make deps)" >&2; exit 1; }
@@ -54,6 +64,8 @@ PLACED_SRC='$src'
 PLACED_BUILD='$build'
 PLACED_MATRIX_TESTS='$tests'
 export PLACED_TEST_TIME_SCALE='$time_scale'
+export PLACED_LIVE_STEPS='$live_steps'
+export PLACED_TEST_SKIP='$skip_tests'
 ENV
     start=$SECONDS
     timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
