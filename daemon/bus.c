@@ -29,9 +29,12 @@
  *     SetProfile(s name)                        UnknownProfile
  *     Reload()                                  ConfigInvalid ("FILE:LINE: ...")
  *     Restore()       undo every change, switch to advise mode
- *     ListGroups() -> a(tsaudtdss)  per group: id, class, tids, util (CPUs'
- *                     worth), run-queue delay (us), wake rate (1/s), allowed
- *                     CPUs (cpulist), CPUs run on in the last tick (cpulist)
+ *     ListGroups() -> a(tsaudtdss(sdddd))  per group: id, class, tids, util
+ *                     (CPUs' worth), run-queue delay (us), wake rate (1/s),
+ *                     allowed CPUs (cpulist), CPUs run on in the last tick
+ *                     (cpulist), and its placement's trial: verdict ("none",
+ *                     "running", "kept", "reverted"), handoffs/s left to the
+ *                     kernel and placed, run-queue delay (us) then and placed
  *     Explain(u tid) -> s                       UnknownTask
  *     WakeGraph() -> (a(uussdt) tasks, a(uudb) edges)  the model's wake graph:
  *                     per task tid, tgid, comm, class of its group ("" for
@@ -41,10 +44,12 @@
  *     Snapshot() -> s   the policy's input of the last tick as JSON (format in
  *                     lib/policy.h); "placed --plan --snapshot FILE" replays it
  *     CpuStats() -> a(udddua(sdt))  per CPU with figures for the last tick
- *                     (online, cpuidle present, after the second tick): cpu,
- *                     busy fraction, idle entries/s, deepest state's share
- *                     of idle time, number of states, and per state name,
- *                     residency fraction of the tick, exit latency (us)
+ *                     (online, after the second tick): cpu, busy fraction,
+ *                     idle entries/s (without a cpuidle driver: interrupts/s,
+ *                     the bound of its idle exits), deepest state's share
+ *                     of idle time, number of states (0 without a cpuidle
+ *                     driver), and per state name, residency fraction of the
+ *                     tick, exit latency (us)
  *     HoldProfile(s profile, s reason) -> u cookie   UnknownProfile, TooManyHolds
  *     ReleaseProfile(u cookie)                  UnknownHold
  *
@@ -234,15 +239,17 @@ static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* One a(tsaudtdss) element; see the top of the file. */
-static int bus_append_group(sd_bus_message *reply, const Group *g) {
+/* One a(tsaudtdss(sdddd)) element; see the top of the file. */
+static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group *g) {
+        const PlanGroup *pg = manager_group_decision(m, g->id);
+        const PlanTrial t = pg ? pg->trial : (PlanTrial){ 0 };
         _cleanup_free_ char *cpus = NULL, *ran_on = NULL;
         int r;
 
         if (cpuset_to_string(&g->cpus, &cpus) < 0 || cpuset_to_string(&g->ran_on, &ran_on) < 0)
                 return -ENOMEM;
 
-        r = sd_bus_message_open_container(reply, 'r', "tsaudtdss");
+        r = sd_bus_message_open_container(reply, 'r', "tsaudtdss(sdddd)");
         if (r >= 0)
                 r = sd_bus_message_append(reply, "ts", g->id, group_class_to_string(g->class));
         if (r >= 0)
@@ -255,6 +262,10 @@ static int bus_append_group(sd_bus_message *reply, const Group *g) {
                 r = sd_bus_message_append(reply, "dtdss", g->util, g->runq_delay_us, g->wake_rate,
                                           cpus, ran_on);
         if (r >= 0)
+                r = sd_bus_message_append(reply, "(sdddd)", trial_verdict_to_string(t.verdict),
+                                          t.before_rate, t.after_rate, t.before_delay_us,
+                                          t.after_delay_us);
+        if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
 }
@@ -265,9 +276,9 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tsaudtdss)");
+                r = sd_bus_message_open_container(reply, 'a', "(tsaudtdss(sdddd))");
         for (unsigned i = 0; r >= 0 && i < m->n_groups; i++)
-                r = bus_append_group(reply, &m->groups[i]);
+                r = bus_append_group(reply, m, &m->groups[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
@@ -383,7 +394,7 @@ static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const I
                                           (uint32_t)st->n_states);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(sdt)");
-        for (unsigned s = 0; r >= 0 && s < st->n_states && s < ic->n_states; s++)
+        for (unsigned s = 0; r >= 0 && ic && s < st->n_states && s < ic->n_states; s++)
                 r = sd_bus_message_append(reply, "(sdt)", ic->states[s].name, st->state_frac[s],
                                           ic->states[s].exit_latency_us);
         if (r >= 0)
@@ -403,9 +414,10 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(udddua(sdt))");
-        for (unsigned i = 0; r >= 0 && s && i < n; i++) {
-                const IdleCpu *ic = idle_sampler_cpu(s, i); /* stats are indexed by CPU */
-                if (stats[i].valid && ic)                   /* offline, or before the second tick */
+        for (unsigned i = 0; r >= 0 && i < n; i++) {
+                /* Stats are indexed by CPU; no sampler: no cpuidle states. */
+                const IdleCpu *ic = s ? idle_sampler_cpu(s, i) : NULL;
+                if (stats[i].valid && (ic || !s)) /* offline, or before the second tick */
                         r = bus_append_cpu(reply, &stats[i], ic);
         }
         if (r >= 0)
@@ -570,7 +582,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Restore", "", "", method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(tsaudtdss)", SD_BUS_PARAM(groups),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(tsaudtdss(sdddd))", SD_BUS_PARAM(groups),
                                  method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(tid), "s", SD_BUS_PARAM(explanation),
                                  method_explain, SD_BUS_VTABLE_UNPRIVILEGED),

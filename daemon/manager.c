@@ -409,6 +409,28 @@ const Group *manager_find_group(const Manager *m, pid_t tid) {
         return NULL;
 }
 
+const PlanGroup *manager_group_decision(const Manager *m, uint64_t id) {
+        return plan_find_group(pipeline_plan(m->pipeline), id);
+}
+
+/* The trial's figures in words, "" when the group was never tried. */
+static void explain_trial(const PlanTrial *t, char *buf, size_t size) {
+        if (t->verdict == TRIAL_NONE) {
+                buf[0] = '\0';
+                return;
+        }
+        int n = snprintf(buf, size,
+                         " Trial %s: %.0f handoffs/s and %.0f us run-queue delay left to the "
+                         "kernel",
+                         trial_verdict_to_string(t->verdict), t->before_rate, t->before_delay_us);
+        if (n > 0 && (size_t)n < size && t->after_ticks > 0)
+                snprintf(buf + n, size - (size_t)n,
+                         ", %.0f handoffs/s and %.0f us placed (%u ticks).", t->after_rate,
+                         t->after_delay_us, t->after_ticks);
+        else if (n > 0 && (size_t)n < size)
+                snprintf(buf + n, size - (size_t)n, ", placed not measured yet.");
+}
+
 int manager_explain(Manager *m, pid_t tid, char **ret) {
         const Group *g = manager_find_group(m, tid);
         if (!g)
@@ -417,15 +439,18 @@ int manager_explain(Manager *m, pid_t tid, char **ret) {
         char cpus[256];
         if (cpuset_format(&g->cpus, cpus, sizeof(cpus)) < 0)
                 snprintf(cpus, sizeof(cpus), "(many)");
-        const PlanGroup *pg = plan_find_group(pipeline_plan(m->pipeline), g->id);
+        const PlanGroup *pg = manager_group_decision(m, g->id);
+        char trial[256] = "";
+        if (pg)
+                explain_trial(&pg->trial, trial, sizeof(trial));
         char *s;
         if (asprintf(&s,
                      "Task %d is in %s group %" PRIu64 " (%u tasks, %.2f CPUs, run-queue delay "
-                     "%" PRIu64 " us, %.0f wakeups/s), allowed on CPUs %s. Profile %s%s: %s.",
+                     "%" PRIu64 " us, %.0f wakeups/s), allowed on CPUs %s. Profile %s%s: %s.%s",
                      (int)tid, group_class_to_string(g->class), g->id, g->n_tasks, g->util,
                      g->runq_delay_us, g->wake_rate, cpus, m->profile->name,
                      m->mode == MANAGER_ADVISE ? " (advise mode, nothing applied)" : "",
-                     pg ? pg->reason : "no decision yet") < 0)
+                     pg ? pg->reason : "no decision yet", trial) < 0)
                 return -ENOMEM;
         *ret = s;
         return 0;

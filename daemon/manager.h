@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "group.h"
+#include "policy.h"
 #include "topology.h"
 
 typedef struct Loop Loop;
@@ -129,6 +130,8 @@ int manager_restore(Manager *m);
 const char *manager_mode_to_string(ManagerMode mode);
 
 /* The group holding tid, or NULL. */
+/* Return: the last tick's decision for group id (placement, reason, trial), or NULL. */
+const PlanGroup *manager_group_decision(const Manager *m, uint64_t id);
 const Group *manager_find_group(const Manager *m, pid_t tid);
 
 /*

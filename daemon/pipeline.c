@@ -57,8 +57,9 @@ struct Pipeline {
         CpuStat *cpustat;
         IdleSampler *idle;
         CpuLoad *loads;           /* indexed by CPU, topo->n_cpus entries */
-        IdleCpuStats *idle_stats; /* indexed by CPU, idle_sampler_n_cpus() entries */
+        IdleCpuStats *idle_stats; /* indexed by CPU: idle_sampler_n_cpus(), else n_cpus entries */
         unsigned n_idle_stats;
+        uint64_t last_cpus_ns; /* when the per-CPU figures were last sampled */
         EnergyModel energy_model;
         EnergyEstimate energy;
         EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
@@ -254,6 +255,13 @@ static void pipeline_open_proc_events(Pipeline *p, Manager *m) {
         }
 }
 
+static bool pipeline_has_states(const Pipeline *p) {
+        for (unsigned cpu = 0; cpu < idle_sampler_n_cpus(p->idle); cpu++)
+                if (idle_sampler_cpu(p->idle, cpu)->n_states > 0)
+                        return true;
+        return false;
+}
+
 int pipeline_new(Manager *m, Pipeline **ret) {
         Pipeline *p = calloc(1, sizeof(*p));
         int r;
@@ -275,13 +283,14 @@ int pipeline_new(Manager *m, Pipeline **ret) {
                 pipeline_free(p);
                 return log_error_errno(r, "Failed to set up the model: %m");
         }
-        if (idle_sampler_new(m->opts.sysfs_root, NULL, &p->idle) < 0)
-                log_info("No cpuidle states under \"%s\": idle residency is not sampled.",
+        if (idle_sampler_new(m->opts.sysfs_root, NULL, &p->idle) >= 0 && !pipeline_has_states(p))
+                p->idle = idle_sampler_free(p->idle); /* no driver: plain HLT */
+        if (!p->idle)
+                log_info("No cpuidle states under \"%s\": per-CPU figures are busy time and "
+                         "interrupts.",
                          m->opts.sysfs_root);
-        else {
-                p->n_idle_stats = idle_sampler_n_cpus(p->idle);
-                p->idle_stats = calloc(p->n_idle_stats, sizeof(*p->idle_stats));
-        }
+        p->n_idle_stats = p->idle ? idle_sampler_n_cpus(p->idle) : m->topo->n_cpus;
+        p->idle_stats = calloc(p->n_idle_stats, sizeof(*p->idle_stats));
         energy_model_init(&p->energy_model);
         (void)energy_rapl_open(m->opts.sysfs_root, &p->rapl);
 
@@ -348,13 +357,24 @@ static void pipeline_sample_cpus(Pipeline *p, Manager *m, uint64_t now_ns) {
                         const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
                         p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
                 }
-        if (p->idle && p->idle_stats && idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC) > 0) {
+        if (!p->idle_stats)
+                ;
+        else if (p->idle && idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC) > 0) {
                 for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++)
                         (void)idle_cpu_derive(idle_sampler_cpu(p->idle, cpu),
                                               cpustat_cpu(p->cpustat, cpu), &p->idle_stats[cpu]);
                 (void)energy_estimate(&p->energy_model, p->idle, p->idle_stats, p->n_idle_stats,
                                       &p->energy);
+        } else if (!p->idle && cpustat_refresh_irqs(p->cpustat) > 0) {
+                /* No cpuidle driver: busy time, and interrupts as the wakeups. */
+                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++)
+                        (void)idle_cpu_derive_stateless(cpustat_cpu(p->cpustat, cpu),
+                                                        (now_ns - p->last_cpus_ns) / NSEC_PER_USEC,
+                                                        &p->idle_stats[cpu]);
+                (void)energy_estimate(&p->energy_model, NULL, p->idle_stats, p->n_idle_stats,
+                                      &p->energy);
         }
+        p->last_cpus_ns = now_ns;
         if (p->rapl)
                 (void)energy_rapl_refresh(p->rapl, now_ns / NSEC_PER_USEC, &p->rapl_watts);
 }
@@ -417,6 +437,7 @@ static int pipeline_decide(Pipeline *p, Manager *m, const Group *groups, unsigne
                 .profile = m->profile,
                 .prev = prev,
                 .now_ns = now_ns,
+                .advise = m->mode == MANAGER_ADVISE,
         };
         return policy_decide(&in, ret);
 }
@@ -566,6 +587,14 @@ static unsigned pipeline_log_changes(Pipeline *p, Manager *m, const Group *group
                                           (int)g->tasks[0].tid, pg->reason);
                         continue;
                 }
+                if (was && is && old->trial.verdict == TRIAL_RUNNING &&
+                    pg->trial.verdict == TRIAL_KEPT)
+                        log_info("Keeping %s group %" PRIu64 " (first task %d) where placed: "
+                                 "%.0f handoffs/s placed against %.0f left to the kernel, "
+                                 "run-queue delay %.0f us against %.0f us.",
+                                 group_class_to_string(g->class), g->id, (int)g->tasks[0].tid,
+                                 pg->trial.after_rate, pg->trial.before_rate,
+                                 pg->trial.after_delay_us, pg->trial.before_delay_us);
                 if (was && is && cpuset_equal(&old->cpus, &pg->cpus))
                         continue;
                 changes++;

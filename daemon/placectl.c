@@ -335,14 +335,33 @@ static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
         return EXIT_OK;
 }
 
-/* Reads one (tsaudtdss) group into a JSON object. Return: >0 read, 0 at the end, <0 error. */
+/* Reads the (sdddd) trial of a group into a JSON object. Return: >= 0 or <0 error. */
+static int read_trial(sd_bus_message *reply, json_object *g) {
+        const char *verdict;
+        double before, after, before_delay, after_delay;
+        int r = sd_bus_message_read(reply, "(sdddd)", &verdict, &before, &after, &before_delay,
+                                    &after_delay);
+        if (r < 0)
+                return r;
+        json_object *t = json_object_new_object();
+        json_object_object_add(t, "verdict", json_object_new_string(verdict));
+        json_object_object_add(t, "before_rate", json_object_new_double(before));
+        json_object_object_add(t, "after_rate", json_object_new_double(after));
+        json_object_object_add(t, "before_delay_us", json_object_new_double(before_delay));
+        json_object_object_add(t, "after_delay_us", json_object_new_double(after_delay));
+        json_object_object_add(g, "trial", t);
+        return 0;
+}
+
+/* Reads one (tsaudtdss(sdddd)) group into a JSON object. Return: >0 read, 0 at the end, <0 error.
+ */
 static int read_group(sd_bus_message *reply, json_object **ret) {
         const char *class, *cpus, *ran_on;
         uint64_t id, runq_delay_us;
         double util, wake_rate;
         uint32_t tid;
 
-        int r = sd_bus_message_enter_container(reply, 'r', "tsaudtdss");
+        int r = sd_bus_message_enter_container(reply, 'r', "tsaudtdss(sdddd)");
         if (r <= 0)
                 return r;
         r = sd_bus_message_read(reply, "ts", &id, &class);
@@ -357,6 +376,8 @@ static int read_group(sd_bus_message *reply, json_object **ret) {
         if (r >= 0)
                 r = sd_bus_message_read(reply, "dtdss", &util, &runq_delay_us, &wake_rate, &cpus,
                                         &ran_on);
+        if (r >= 0)
+                r = read_trial(reply, g);
         if (r >= 0)
                 r = sd_bus_message_exit_container(reply);
         json_object_object_add(g, "id", json_object_new_uint64(id));
@@ -377,6 +398,8 @@ static int read_group(sd_bus_message *reply, json_object **ret) {
         return 1;
 }
 
+static double json_get_double(json_object *o, const char *key);
+
 static void print_group_row(json_object *g) {
         json_object *tids = NULL, *v;
         char list[64] = "";
@@ -391,8 +414,14 @@ static void print_group_row(json_object *g) {
                 snprintf(list + len, sizeof(list) - len, ",...");
 
         double util = json_object_object_get_ex(g, "util", &v) ? json_object_get_double(v) : 0;
-        printf("%-6s %-7s %5zu %6.2f %10s  %-12s %s\n", status_str(g, "id"), status_str(g, "class"),
-               n, util, status_str(g, "runq_delay_us"), status_str(g, "cpus"), list);
+        char trial[64] = "-";
+        json_object *t = NULL;
+        if (json_object_object_get_ex(g, "trial", &t) && strcmp(status_str(t, "verdict"), "none"))
+                snprintf(trial, sizeof(trial), "%s %.0f->%.0f/s", status_str(t, "verdict"),
+                         json_get_double(t, "before_rate"), json_get_double(t, "after_rate"));
+        printf("%-6s %-7s %5zu %6.2f %10s  %-12s %-24s %s\n", status_str(g, "id"),
+               status_str(g, "class"), n, util, status_str(g, "runq_delay_us"),
+               status_str(g, "cpus"), trial, list);
 }
 
 static double json_get_double(json_object *o, const char *key) {
@@ -481,7 +510,7 @@ static int fetch_groups(sd_bus *bus, json_object **ret) {
         if (r != 0)
                 return r;
         groups = json_object_new_array();
-        r = sd_bus_message_enter_container(reply, 'a', "(tsaudtdss)");
+        r = sd_bus_message_enter_container(reply, 'a', "(tsaudtdss(sdddd))");
         while (r >= 0 && (r = read_group(reply, &g)) > 0)
                 json_object_array_add(groups, g);
         sd_bus_message_unref(reply);
@@ -659,8 +688,8 @@ static int verb_groups(sd_bus *bus, const Args *a) {
                 print_json(groups);
                 return EXIT_OK;
         }
-        printf("%-6s %-7s %5s %6s %10s  %-12s %s\n", "ID", "CLASS", "TASKS", "UTIL", "RUNQ-US",
-               "CPUS", "TIDS");
+        printf("%-6s %-7s %5s %6s %10s  %-12s %-24s %s\n", "ID", "CLASS", "TASKS", "UTIL",
+               "RUNQ-US", "CPUS", "TRIAL (HANDOFFS)", "TIDS");
         for (size_t i = 0; i < json_object_array_length(groups); i++)
                 print_group_row(json_object_array_get_idx(groups, i));
         printf("\n%zu groups.\n", json_object_array_length(groups));

@@ -106,7 +106,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Save energy: pack groups onto few CPUs and LLCs, consolidate "
                                "at low load",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_util_pct = 100,
+                .pair_max_overlap_pct = 50,
                 .fanout_placement = SPREAD_PLACEMENT_PACK,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_PACK,
@@ -119,13 +119,16 @@ static const Profile builtin_profiles[] = {
                 .runq_delay_budget_us = 5000,
                 .dwell_ms = 10000,
                 .min_gain_pct = 10,
+                .trial_ticks = 2,
+                .trial_keep_pct = 90,
+                .trial_backoff_ms = 30000,
         },
         {
                 .name = "balanced",
                 .description = "Default: pairs on one CPU when they fit, stable LLC homes for "
                                "groups, spread large fan-outs",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_util_pct = 95,
+                .pair_max_overlap_pct = 50,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_HOME,
@@ -138,13 +141,16 @@ static const Profile builtin_profiles[] = {
                 .runq_delay_budget_us = 1000,
                 .dwell_ms = 5000,
                 .min_gain_pct = 5,
+                .trial_ticks = 2,
+                .trial_keep_pct = 100,
+                .trial_backoff_ms = 30000,
         },
         {
                 .name = "latency-first",
                 .description = "Lowest latency: spread over idle LLCs, cap idle exit latency "
                                "where latency-critical groups run",
                 .pair_placement = PAIR_PLACEMENT_SAME_CORE,
-                .pair_max_util_pct = 95,
+                .pair_max_overlap_pct = 50,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 1,
                 .mesh_placement = SPREAD_PLACEMENT_SPREAD,
@@ -157,6 +163,9 @@ static const Profile builtin_profiles[] = {
                 .runq_delay_budget_us = 200,
                 .dwell_ms = 3000,
                 .min_gain_pct = 3,
+                .trial_ticks = 2,
+                .trial_keep_pct = 103,
+                .trial_backoff_ms = 30000,
         },
 };
 
@@ -485,6 +494,12 @@ static int parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *val
         return 0;
 }
 
+/* A key placed no longer uses: checked like a number, then ignored, so old files still load. */
+static int parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        unsigned ignored;
+        return parse_unsigned(pf, item, value, &ignored);
+}
+
 /* The enums in config.h are all int-sized; this writes them through one parser. */
 _Static_assert(sizeof(PairPlacement) == sizeof(int), "enum size");
 _Static_assert(sizeof(SpreadPlacement) == sizeof(int), "enum size");
@@ -612,7 +627,10 @@ static const ConfigItem config_items[] = {
 static const ConfigItem profile_items[] = {
         ITEM_STR("profile", "description", parse_string, Profile, description),
         ITEM_ENUM("pair", "placement", Profile, pair_placement, pair_placement_names),
-        ITEM_UINT("pair", "max_util_pct", Profile, pair_max_util_pct, 1, 100),
+        ITEM_UINT("pair", "max_overlap_pct", Profile, pair_max_overlap_pct, 0, 100),
+        /* 0.1's utilisation gate; pairs are judged by measured outcome now. */
+        ITEM("pair", "max_util_pct", parse_obsolete, Profile, pair_max_overlap_pct, .min = 1,
+             .max = 100),
         ITEM_ENUM("fanout", "placement", Profile, fanout_placement, spread_placement_names),
         ITEM_UINT("fanout", "min_workers", Profile, fanout_min_workers, 0, 4096),
         ITEM_ENUM("mesh", "placement", Profile, mesh_placement, spread_placement_names),
@@ -626,6 +644,9 @@ static const ConfigItem profile_items[] = {
         ITEM_UINT("feedback", "runq_delay_budget_us", Profile, runq_delay_budget_us, 1, 10000000),
         ITEM_UINT("hysteresis", "dwell_ms", Profile, dwell_ms, 0, 3600000),
         ITEM_UINT("hysteresis", "min_gain_pct", Profile, min_gain_pct, 0, 100),
+        ITEM_UINT("trial", "ticks", Profile, trial_ticks, 1, 60),
+        ITEM_UINT("trial", "keep_pct", Profile, trial_keep_pct, 1, 1000),
+        ITEM_UINT("trial", "backoff_ms", Profile, trial_backoff_ms, 0, 86400000),
 };
 
 /* ---- Directories ---- */

@@ -49,7 +49,10 @@ typedef struct Profile {
 
         /* [pair] */
         PairPlacement pair_placement;
-        unsigned pair_max_util_pct; /* pack only if the pair needs at most this much of one CPU */
+        /* Not tried when its two tasks ran at the same time for more than this
+         * share of a CPU (run time beyond one CPU's worth, measured spread):
+         * a stream, not hand-offs. */
+        unsigned pair_max_overlap_pct;
 
         /* [fanout] */
         SpreadPlacement fanout_placement;
@@ -78,6 +81,11 @@ typedef struct Profile {
         /* [hysteresis] */
         unsigned dwell_ms;     /* minimum time a decision stands */
         unsigned min_gain_pct; /* change only when the estimated gain passes this */
+
+        /* [trial]: a new placement is measured before it is kept */
+        unsigned trial_ticks;      /* measured ticks before the verdict */
+        unsigned trial_keep_pct;   /* keep when progress placed >= this % of progress before */
+        unsigned trial_backoff_ms; /* not tried again this long after a revert (doubling) */
 } Profile;
 
 typedef enum WakeSourceKind {

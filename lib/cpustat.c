@@ -26,6 +26,8 @@ static void fclosep(FILE **f) {
 
 struct CpuStat {
         char path[PATH_MAX];
+        char irq_path[PATH_MAX];
+        bool have_irqs;
         unsigned n_cpus;  /* entries in cpus[] */
         CpuStatCpu *cpus; /* owned; indexed by CPU number */
         bool have_read;
@@ -38,7 +40,8 @@ int cpustat_new(const char *procfs_root, CpuStat **ret) {
         if (!cs)
                 return -ENOMEM;
         int n = snprintf(cs->path, sizeof(cs->path), "%s/stat", procfs_root);
-        if (n < 0 || (size_t)n >= sizeof(cs->path)) {
+        int m = snprintf(cs->irq_path, sizeof(cs->irq_path), "%s/interrupts", procfs_root);
+        if (n < 0 || (size_t)n >= sizeof(cs->path) || m < 0 || (size_t)m >= sizeof(cs->irq_path)) {
                 free(cs);
                 return -ENAMETOOLONG;
         }
@@ -157,6 +160,73 @@ int cpustat_refresh(CpuStat *cs) {
                 }
         cs->have_read = true;
         return any_delta ? 1 : 0;
+}
+
+/* The header's "CPUn" columns: *ret[i] is column i's CPU. Return: columns, or -EBADMSG. */
+static int irq_header(const char *line, unsigned **ret) {
+        unsigned n = 0, *cols = NULL;
+        for (const char *p = line; (p = strstr(p, "CPU")); n++) {
+                char *end;
+                errno = 0;
+                unsigned long cpu = strtoul(p + 3, &end, 10);
+                unsigned *grown = realloc(cols, (n + 1) * sizeof(*cols));
+                if (errno || end == p + 3 || cpu > INT_MAX || !grown) {
+                        free(grown ? grown : cols);
+                        return grown ? -EBADMSG : -ENOMEM;
+                }
+                cols = grown;
+                cols[n] = (unsigned)cpu;
+                p = end;
+        }
+        if (n == 0)
+                return -EBADMSG;
+        *ret = cols;
+        return (int)n;
+}
+
+int cpustat_refresh_irqs(CpuStat *cs) {
+        _cleanup_(fclosep) FILE *f = fopen(cs->irq_path, "re");
+        if (!f)
+                return negative_errno();
+        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ unsigned *cols = NULL;
+        size_t size = 0;
+        if (getline(&line, &size, f) < 0)
+                return -EBADMSG;
+        int n_cols = irq_header(line, &cols);
+        if (n_cols < 0)
+                return n_cols;
+        _cleanup_free_ uint64_t *sum = calloc((size_t)n_cols, sizeof(uint64_t));
+        _cleanup_free_ uint64_t *v = calloc((size_t)n_cols, sizeof(uint64_t));
+        if (!sum || !v)
+                return -ENOMEM;
+        while (getline(&line, &size, f) >= 0) {
+                const char *p = strchr(line, ':');
+                int k = 0;
+                for (p = p ? p + 1 : line + strlen(line); k < n_cols; k++) {
+                        char *end;
+                        errno = 0;
+                        v[k] = strtoull(p, &end, 10);
+                        if (errno || end == p)
+                                break;
+                        p = end;
+                }
+                for (int i = 0; k == n_cols && i < n_cols; i++)
+                        sum[i] += v[i];
+        }
+        if (ferror(f))
+                return -EIO;
+        for (int i = 0; i < n_cols; i++) {
+                if (cols[i] >= cs->n_cpus)
+                        continue;
+                CpuStatCpu *c = &cs->cpus[cols[i]];
+                c->has_irq_delta = cs->have_irqs;
+                c->delta_irqs = cs->have_irqs ? delta_u64(sum[i], c->irqs) : 0;
+                c->irqs = sum[i];
+        }
+        bool first = !cs->have_irqs;
+        cs->have_irqs = true;
+        return first ? 0 : 1;
 }
 
 unsigned cpustat_n_cpus(const CpuStat *cs) {

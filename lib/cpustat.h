@@ -17,6 +17,10 @@ typedef struct CpuStatCpu {
         bool has_delta;      /* present in the last two reads */
         uint64_t delta_busy_ticks;
         uint64_t delta_idle_ticks;
+        /* Interrupts served, from PROCFS_ROOT/interrupts (cpustat_refresh_irqs()). */
+        uint64_t irqs;
+        bool has_irq_delta;
+        uint64_t delta_irqs;
 } CpuStatCpu;
 
 typedef struct CpuStat CpuStat;
@@ -48,6 +52,20 @@ int cpustat_refresh(CpuStat *cs);
  * not a per-CPU line (the "cpu " total, "intr", ...); -EBADMSG.
  */
 int cpustat_parse_line(const char *line, int *ret_cpu, uint64_t *ret_busy, uint64_t *ret_idle);
+
+/*
+ * cpustat_refresh_irqs() - read procfs_root/interrupts and compute each CPU's
+ * interrupts since the last call (delta_irqs). Without a cpuidle driver
+ * nothing counts idle entries, but a CPU halted in the idle loop leaves it
+ * only on an interrupt (IPIs included), so this is the upper bound of its
+ * idle exits that such machines offer. Rows with one figure for the whole
+ * machine (ERR, MIS) are not counted. Only CPUs cpustat_refresh() has seen
+ * are updated.
+ *
+ * Return: 1 when deltas are available, 0 on the first read, negative errno
+ * (-EBADMSG for a file without its "CPUn" header).
+ */
+int cpustat_refresh_irqs(CpuStat *cs);
 
 unsigned cpustat_n_cpus(const CpuStat *cs);
 /* Return: the CPU's entry, NULL when out of range. */

@@ -79,7 +79,7 @@ double energy_estimate_cpu(const EnergyModel *m, const IdleCpu *ic, const IdleCp
         if (!st->valid)
                 return -1;
         double ace = st->busy_frac + st->other_idle_frac * m->other_idle_weight;
-        for (unsigned i = 0; i < st->n_states && i < ic->n_states; i++)
+        for (unsigned i = 0; ic && i < st->n_states && i < ic->n_states; i++)
                 ace += st->state_frac[i] *
                        energy_state_weight(m, ic->states[i].name, ic->states[i].exit_latency_us);
         ace += st->wakeups_per_sec * m->wakeup_cost_us / (double)USEC_PER_SEC;
@@ -92,8 +92,8 @@ int energy_estimate(const EnergyModel *m, const IdleSampler *s, const IdleCpuSta
         for (unsigned i = 0; i < n; i++) {
                 if (!stats[i].valid || stats[i].cpu < 0)
                         continue;
-                const IdleCpu *ic = idle_sampler_cpu(s, (unsigned)stats[i].cpu);
-                if (!ic)
+                const IdleCpu *ic = s ? idle_sampler_cpu(s, (unsigned)stats[i].cpu) : NULL;
+                if (s && !ic)
                         continue;
                 e.ace += energy_estimate_cpu(m, ic, &stats[i]);
                 e.n_cpus++;

@@ -74,7 +74,8 @@ typedef struct EnergyEstimate {
 
 /*
  * energy_estimate() - sum energy_estimate_cpu() over stats[0..n) (invalid
- * entries skipped), taking each CPU's states from the sampler.
+ * entries skipped), taking each CPU's states from the sampler; s NULL on a
+ * machine without cpuidle states (idle_cpu_derive_stateless() figures).
  *
  * Return: 1 when some CPU counted, 0 when none did (*ret zeroed).
  */

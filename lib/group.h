@@ -36,7 +36,9 @@ typedef struct Group {
         uint64_t runq_delay_us; /* mean run-queue wait per scheduling of its tasks, last tick */
         double runq_wait;       /* CPUs' worth of run-queue wait: how many of its tasks
                                    waited for a CPU, on average over the last tick */
-        double wake_rate;       /* wakeups per second inside the group */
+        double wake_rate;       /* wakeups per second inside the group (decayed) */
+        double handoff_rate;    /* the same over the last tick alone: the group's progress,
+                                   which a trial placement is judged by */
         CpuSet cpus;            /* CPUs its tasks are allowed on now */
         CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */
 } Group;

@@ -434,3 +434,15 @@ int idle_cpu_derive(const IdleCpu *ic, const CpuStatCpu *sc, IdleCpuStats *ret) 
         ret->valid = true;
         return 1;
 }
+
+int idle_cpu_derive_stateless(const CpuStatCpu *sc, uint64_t interval_us, IdleCpuStats *ret) {
+        *ret = (IdleCpuStats){ .cpu = sc ? sc->cpu : -1 };
+        double busy = cpustat_busy_frac(sc);
+        if (busy < 0 || !sc->has_irq_delta || interval_us == 0)
+                return 0;
+        ret->busy_frac = busy;
+        ret->other_idle_frac = 1.0 - busy;
+        ret->wakeups_per_sec = (double)sc->delta_irqs * (double)USEC_PER_SEC / (double)interval_us;
+        ret->valid = true;
+        return 1;
+}

@@ -128,6 +128,16 @@ typedef struct IdleCpuStats {
  */
 int idle_cpu_derive(const IdleCpu *ic, const CpuStatCpu *sc, IdleCpuStats *ret);
 
+/*
+ * idle_cpu_derive_stateless() - pure: the figures of a CPU without cpuidle
+ * states (no driver: idle is plain HLT). busy_frac from /proc/stat, all idle
+ * time in other_idle_frac, and as wakeups_per_sec the interrupts per second
+ * over interval_us (cpustat_refresh_irqs(): the bound of its idle exits).
+ *
+ * Return: 1 when *ret is valid, 0 when a delta is missing (ret->valid false).
+ */
+int idle_cpu_derive_stateless(const CpuStatCpu *sc, uint64_t interval_us, IdleCpuStats *ret);
+
 static inline void idle_sampler_freep(IdleSampler **p) {
         idle_sampler_free(*p);
 }

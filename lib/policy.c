@@ -28,6 +28,7 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,37 +167,58 @@ static unsigned pair_levels(const Ctx *c, int cpu, const CpuSet *allowed, CpuSet
         return n;
 }
 
+/*
+ * Power-first at low load: the CPU with the least room left that still holds
+ * the pair within [capacity] headroom, in the first unit that has one, units ranked housekeeping
+ * first, then busiest (rank_units() in PACK mode), so pairs join the work already consolidated and
+ * the other units and packages can sleep. prefer (the CPU it is on) wins when it is in that unit
+ * and has room. Return: the CPU or -1.
+ */
+static int pick_cpu_consolidated(const Ctx *c, const CpuSet *allowed, double need, int prefer);
+
+/*
+ * A pair is tried on one CPU (or core) and kept when it does better there
+ * (see the trial at decide_group()). Spread, its run time includes what
+ * packing removes (cross-CPU wakeups, idle exits, cache misses), so it says
+ * little about whether it fits one CPU; only run time beyond one CPU's worth
+ * is sure to be overlap, both tasks running at once: a stream that one CPU
+ * would slow down rather than a hand-off.
+ */
 static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
                         PlanGroup *pg) {
         if (c->p->pair_placement == PAIR_PLACEMENT_NONE) {
                 set_reason(pg, "pair: the profile leaves pairs to the kernel");
                 return leave(pg);
         }
-        /* Once on one CPU (by placed, by whoever pinned it, or by the
-         * kernel's own wake_affine this time), a lockstep pair runs flat out:
-         * its utilisation then says nothing about fit, as long as it is one
-         * CPU's worth and not two tasks running at once. */
-        bool stacked = cpuset_count(&g->ran_on) == 1 && g->util <= 1.05;
-        bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1 || stacked;
-        if (!packed && g->util * 100 > c->p->pair_max_util_pct) {
-                set_reason(pg, "pair: needs %.0f%% of a CPU, more than pair_max_util_pct=%u",
-                           g->util * 100, c->p->pair_max_util_pct);
+        bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1 ||
+                      cpuset_count(&g->ran_on) == 1;
+        double overlap = g->util - 1.0;
+        if (!packed && overlap * 100 > c->p->pair_max_overlap_pct) {
+                set_reason(pg,
+                           "pair: its tasks ran at once for %.0f%% of a CPU, more than "
+                           "max_overlap_pct=%u (a stream, not hand-offs); left to the kernel",
+                           overlap * 100, c->p->pair_max_overlap_pct);
                 return leave(pg);
         }
         int prev_cpu = prev && prev->managed ? cpuset_first(&prev->cpus) : -1;
-        CpuSet cand;
-        cpuset_and(&cand, &g->ran_on, allowed);
-        /* Packed, it shows a whole CPU, give or take the accounting's noise. */
-        double need = packed ? MIN(g->util, 1.0) : g->util;
-        int cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, need, prev_cpu);
-        if (cpu < 0)
-                cpu = pick_cpu(c, allowed, need, prev_cpu);
-        /* Stay unless the move gains min_gain_pct of a CPU. */
-        if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
-            (cpu < 0 || (cpu_load(c, prev_cpu) - cpu_load(c, cpu)) * 100 < c->p->min_gain_pct))
-                cpu = prev_cpu;
+        /* On one CPU it uses at most that CPU. */
+        double need = MIN(g->util, 1.0);
+        int cpu = c->consolidate ? pick_cpu_consolidated(c, allowed, need, prev_cpu) : -1;
+        bool consolidated = cpu >= 0;
+        if (!consolidated) {
+                CpuSet cand;
+                cpuset_and(&cand, &g->ran_on, allowed);
+                cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, need, prev_cpu);
+                if (cpu < 0)
+                        cpu = pick_cpu(c, allowed, need, prev_cpu);
+                /* Stay unless the move gains min_gain_pct of a CPU. */
+                if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
+                    (cpu < 0 ||
+                     (cpu_load(c, prev_cpu) - cpu_load(c, cpu)) * 100 < c->p->min_gain_pct))
+                        cpu = prev_cpu;
+        }
         if (cpu < 0) {
-                set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU", g->util * 100);
+                set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU", need * 100);
                 return leave(pg);
         }
         CpuSet levels[4];
@@ -209,8 +231,9 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
         pg->managed = true;
         pg->cpus = levels[pg->widen];
         pg->home = unit_of(c, cpu);
-        set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, the least busy where it ran%s",
-                   g->util * 100, cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
+        set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, %s%s", g->util * 100,
+                   cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
+                   consolidated ? "with the consolidated work" : "the least busy where it ran",
                    pg->widen ? ", widened for run-queue delay" : "");
 }
 
@@ -267,6 +290,39 @@ static unsigned rank_units(const Ctx *c, const CpuSet *allowed, const PlanGroup 
         }
         qsort_r(r, n, sizeof(UnitRank), rank_cmp, &mode);
         return n;
+}
+
+static int pick_cpu_consolidated(const Ctx *c, const CpuSet *allowed, double need, int prefer) {
+        _cleanup_free_ UnitRank *r = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
+        if (!r)
+                return -1;
+        unsigned n = rank_units(c, allowed, NULL, SPREAD_PLACEMENT_PACK, r);
+        /* A pair that fills a CPU alone still gets one; smaller ones share with headroom. */
+        double cap = MAX(headroom(c), need);
+        for (unsigned k = 0; k < n; k++) {
+                int best = -1;
+                double best_load = 0;
+                CpuSet m;
+                cpuset_and(&m, &c->units[r[k].unit].cpus, allowed);
+                CPUSET_FOREACH (cpu, &m) {
+                        if ((unsigned)cpu >= c->t->n_cpus)
+                                break;
+                        double l = cpu_load(c, cpu);
+                        if (l + need > cap + 1e-9)
+                                continue;
+                        if (best < 0 || l > best_load + 1e-9 ||
+                            (fabs(l - best_load) <= 1e-9 && cpu == prefer)) {
+                                best = cpu;
+                                best_load = l;
+                        }
+                }
+                if (best >= 0) {
+                        bool stay = prefer >= 0 && cpuset_isset(&m, prefer) &&
+                                    cpu_load(c, prefer) + need <= cap + 1e-9;
+                        return stay ? prefer : best;
+                }
+        }
+        return -1;
 }
 
 static double unit_room(const Ctx *c, const UnitRank *u, bool pack) {
@@ -403,6 +459,87 @@ static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
                (!cpuset_is_empty(&prev->cpus) && cpuset_is_subset(&prev->cpus, allowed));
 }
 
+/* Return: the back-off after the reverts-th revert in a row. */
+static uint64_t trial_backoff_ns(const Profile *p, unsigned reverts) {
+        return (uint64_t)p->trial_backoff_ms * 1000000ULL << MIN(MAX(reverts, 1u) - 1, 4u);
+}
+
+/* Return: a mean that weighs the newest figure as much as all before it. */
+static double recent_mean(double mean, unsigned n, double x) {
+        return n ? (mean + x) / 2 : x;
+}
+
+/*
+ * The trial (see PlanTrial in policy.h), after the tick's decision: learn
+ * the figures to beat while the kernel places the group, start a trial when
+ * the decision places it anew (unless a revert's back-off runs), and judge
+ * the trial once measured. A revert is feedback: it overrides the dwell.
+ */
+static void trial_step(const Ctx *c, const Group *g, const PlanGroup *prev, PlanGroup *pg) {
+        const Profile *p = c->p;
+        PlanTrial t = prev ? prev->trial : (PlanTrial){ 0 };
+        bool was = prev && prev->managed && !prev->waiting;
+        double delay = (double)g->runq_delay_us;
+        const char *cls = group_class_to_string(g->class);
+
+        if (g->unmeasured) {
+                pg->trial = t; /* nothing to learn this tick */
+                return;
+        }
+        if (!was) {
+                t.before_rate = recent_mean(t.before_rate, t.before_ticks, g->handoff_rate);
+                t.before_delay_us = recent_mean(t.before_delay_us, t.before_ticks, delay);
+                t.before_ticks++;
+                if (pg->managed && t.verdict == TRIAL_REVERTED && c->in->now_ns < t.retry_ns) {
+                        set_reason(pg,
+                                   "%s: placed, it did worse (%.0f -> %.0f handoffs/s); not "
+                                   "tried again for %" PRIu64 " s after that",
+                                   cls, t.before_rate, t.after_rate,
+                                   (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
+                        leave(pg);
+                } else if (pg->managed) {
+                        t.verdict = TRIAL_RUNNING;
+                        t.after_rate = t.after_delay_us = 0;
+                        t.after_ticks = 0;
+                }
+                pg->trial = t;
+                return;
+        }
+        if (t.verdict == TRIAL_RUNNING && !pg->managed) {
+                t.verdict = TRIAL_NONE; /* cut short: widened out, or its CPUs went */
+        } else if (t.verdict == TRIAL_RUNNING && c->in->advise) {
+                ; /* nothing applied: nothing to measure */
+        } else if (t.verdict == TRIAL_RUNNING) {
+                t.after_rate =
+                        (t.after_rate * t.after_ticks + g->handoff_rate) / (t.after_ticks + 1);
+                t.after_delay_us = (t.after_delay_us * t.after_ticks + delay) / (t.after_ticks + 1);
+                t.after_ticks++;
+        }
+        if (t.verdict == TRIAL_RUNNING && t.after_ticks >= p->trial_ticks) {
+                bool slower = t.after_rate * 100 < t.before_rate * p->trial_keep_pct;
+                bool waits = t.after_delay_us > p->runq_delay_budget_us &&
+                             t.after_delay_us > t.before_delay_us;
+                if (slower || waits) {
+                        t.verdict = TRIAL_REVERTED;
+                        t.reverts++;
+                        uint64_t backoff = trial_backoff_ns(p, t.reverts);
+                        t.retry_ns = c->in->now_ns + backoff;
+                        t.before_ticks = 0; /* a fresh baseline after the revert */
+                        set_reason(pg,
+                                   "%s: placed, it did worse (%.0f -> %.0f handoffs/s, run-queue "
+                                   "delay %.0f -> %.0f us); handed back, not tried again for "
+                                   "%" PRIu64 " s",
+                                   cls, t.before_rate, t.after_rate, t.before_delay_us,
+                                   t.after_delay_us, (uint64_t)(backoff / 1000000000ULL));
+                        leave(pg);
+                } else {
+                        t.verdict = TRIAL_KEPT;
+                        t.reverts = 0;
+                }
+        }
+        pg->trial = t;
+}
+
 static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup *pg) {
         const Profile *p = c->p;
         const PlanGroup *prev = find_prev(c->in->prev, g);
@@ -412,7 +549,8 @@ static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup 
         *pg = (PlanGroup){ .id = g->id, .class = g->class, .home = -1, .since_ns = c->in->now_ns };
         bool over_budget =
                 p->runq_delay_budget_us > 0 && g->runq_delay_us > p->runq_delay_budget_us;
-        bool widen = prev && prev->managed && over_budget;
+        /* A placement on trial is judged by its verdict, delay included. */
+        bool widen = prev && prev->managed && over_budget && prev->trial.verdict != TRIAL_RUNNING;
         pg->widen = prev ? prev->widen + (widen ? 1 : 0) : 0;
 
         /* The previous decision stands for dwell_ms, and while a new member
@@ -440,6 +578,8 @@ static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup 
         } else {
                 decide_spread(c, g, &allowed, prev, pg);
         }
+        if (g->class != GROUP_SOLO)
+                trial_step(c, g, prev, pg);
 
         if (prev && !prev->waiting && !pg->waiting && prev->managed == pg->managed &&
             (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {
@@ -673,6 +813,16 @@ bool plan_equal(const Plan *a, const Plan *b) {
                       a->n_cpus * sizeof(int)) == 0;
 }
 
+const char *trial_verdict_to_string(TrialVerdict v) {
+        static const char *const names[_TRIAL_VERDICT_MAX] = {
+                [TRIAL_NONE] = "none",
+                [TRIAL_RUNNING] = "running",
+                [TRIAL_KEPT] = "kept",
+                [TRIAL_REVERTED] = "reverted",
+        };
+        return (unsigned)v < _TRIAL_VERDICT_MAX ? names[v] : NULL;
+}
+
 const char *plan_slice_to_string(PlanSlice s) {
         static const char *const names[_PLAN_SLICE_MAX] = {
                 [PLAN_SLICE_SYSTEM] = "system.slice",
@@ -702,6 +852,21 @@ static int json_dup_string(json_object *o, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+static json_object *trial_to_json(const PlanTrial *t) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "verdict",
+                               json_object_new_string(trial_verdict_to_string(t->verdict)));
+        json_object_object_add(o, "before_rate", json_object_new_double(t->before_rate));
+        json_object_object_add(o, "before_delay_us", json_object_new_double(t->before_delay_us));
+        json_object_object_add(o, "before_ticks", json_object_new_int((int)t->before_ticks));
+        json_object_object_add(o, "after_rate", json_object_new_double(t->after_rate));
+        json_object_object_add(o, "after_delay_us", json_object_new_double(t->after_delay_us));
+        json_object_object_add(o, "after_ticks", json_object_new_int((int)t->after_ticks));
+        json_object_object_add(o, "reverts", json_object_new_int((int)t->reverts));
+        json_object_object_add(o, "retry_ns", json_object_new_uint64(t->retry_ns));
+        return o;
+}
+
 static json_object *plan_group_to_json(const PlanGroup *g) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "id", json_object_new_uint64(g->id));
@@ -714,6 +879,7 @@ static json_object *plan_group_to_json(const PlanGroup *g) {
         if (g->waiting)
                 json_object_object_add(o, "waiting", json_object_new_boolean(true));
         json_object_object_add(o, "reason", json_object_new_string(g->reason));
+        json_object_object_add(o, "trial", trial_to_json(&g->trial));
         return o;
 }
 
@@ -793,6 +959,41 @@ static int get_class(json_object *o, GroupClass *ret) {
         return 0;
 }
 
+static double get_double(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
+}
+
+/* An absent "trial" is a group never tried (plans of 0.1). Return: 0 or -EINVAL. */
+static int trial_from_json(json_object *o, PlanTrial *t) {
+        json_object *tr, *v;
+        uint64_t n = 0;
+        *t = (PlanTrial){ 0 };
+        if (!json_object_object_get_ex(o, "trial", &tr))
+                return 0;
+        if (get_field(tr, "verdict", json_type_string, &v) < 0)
+                return -EINVAL;
+        int k = -1;
+        for (int i = 0; i < _TRIAL_VERDICT_MAX; i++)
+                if (strcmp(json_object_get_string(v), trial_verdict_to_string(i)) == 0)
+                        k = i;
+        if (k < 0)
+                return -EINVAL;
+        t->verdict = (TrialVerdict)k;
+        t->before_rate = get_double(tr, "before_rate");
+        t->before_delay_us = get_double(tr, "before_delay_us");
+        t->after_rate = get_double(tr, "after_rate");
+        t->after_delay_us = get_double(tr, "after_delay_us");
+        if (get_u64(tr, "before_ticks", &n) == 0)
+                t->before_ticks = (unsigned)MIN(n, (uint64_t)UINT32_MAX);
+        if (get_u64(tr, "after_ticks", &n) == 0)
+                t->after_ticks = (unsigned)MIN(n, (uint64_t)UINT32_MAX);
+        if (get_u64(tr, "reverts", &n) == 0)
+                t->reverts = (unsigned)MIN(n, 64u);
+        (void)get_u64(tr, "retry_ns", &t->retry_ns);
+        return 0;
+}
+
 static int plan_group_from_json(json_object *o, PlanGroup *g) {
         json_object *v;
         uint64_t widen = 0;
@@ -812,7 +1013,7 @@ static int plan_group_from_json(json_object *o, PlanGroup *g) {
         if (json_object_object_get_ex(o, "waiting", &v))
                 g->waiting = json_object_get_boolean(v);
         get_string(o, "reason", g->reason, sizeof(g->reason));
-        return 0;
+        return trial_from_json(o, &g->trial);
 }
 
 static int plan_from_object(json_object *o, Plan **ret) {
@@ -872,6 +1073,7 @@ static json_object *group_to_json(const Group *g) {
         json_object_object_add(o, "util", json_object_new_double(g->util));
         json_object_object_add(o, "runq_delay_us", json_object_new_uint64(g->runq_delay_us));
         json_object_object_add(o, "wake_rate", json_object_new_double(g->wake_rate));
+        json_object_object_add(o, "handoff_rate", json_object_new_double(g->handoff_rate));
         json_object_object_add(o, "runq_wait", json_object_new_double(g->runq_wait));
         if (g->unmeasured)
                 json_object_object_add(o, "measured", json_object_new_boolean(false));
@@ -922,6 +1124,7 @@ static int group_from_json(json_object *o, Group *g) {
                 g->util = json_object_get_double(v);
         if (json_object_object_get_ex(o, "wake_rate", &v))
                 g->wake_rate = json_object_get_double(v);
+        g->handoff_rate = get_double(o, "handoff_rate");
         if (json_object_object_get_ex(o, "runq_wait", &v))
                 g->runq_wait = json_object_get_double(v);
         if (json_object_object_get_ex(o, "measured", &v))

@@ -6,11 +6,11 @@
  * idle exit-latency cap). No syscalls, no clock, no logging: it is tested
  * table-driven on fixture topologies of machines we do not have.
  *
- * Per tick the manager does:
+ * Per tick the pipeline does (daemon/pipeline.c, pipeline_decide()):
  *
- *     PolicyInput in = { .topo = m->topo, .groups = m->groups, .n_groups = m->n_groups,
- *                        .loads = loads, .n_loads = m->topo->n_cpus,
- *                        .profile = m->profile, .prev = m->plan, .now_ns = now };
+ *     PolicyInput in = { .topo = topo, .groups = groups, .n_groups = n,
+ *                        .loads = loads, .n_loads = topo->n_cpus,
+ *                        .profile = profile, .prev = plan, .now_ns = now };
  *     Plan *next = NULL;
  *     r = policy_decide(&in, &next);
  *     ... apply next (affinity per task of each managed PlanGroup, release the
@@ -27,7 +27,12 @@
  *   plan:     { "now_ns": N, "profile": "balanced",
  *               "groups": [ { "id": N, "class": "pair", "managed": true,
  *                             "cpus": "3", "home": UNIT | -1, "widen": 0,
- *                             "since_ns": N, "reason": "..." }, ... ],
+ *                             "since_ns": N, "reason": "...",
+ *                             "trial": { "verdict": "kept", "before_rate": 1.0,
+ *                                        "before_delay_us": 1.0, "before_ticks": N,
+ *                                        "after_rate": 1.0, "after_delay_us": 1.0,
+ *                                        "after_ticks": N, "reverts": N,
+ *                                        "retry_ns": N } }, ... ],
  *               "slices": { "system.slice": "0-7", "user.slice": "0-7",
  *                           "machine.slice": "0-7" },      // "" = not confined
  *               "slices_since_ns": N, "slice_reason": "...",
@@ -39,6 +44,7 @@
  *               "profile": "balanced", "now_ns": N,
  *               "groups": [ { "id": N, "class": "mesh", "util": 1.5,
  *                             "runq_delay_us": N, "wake_rate": 1000.0,
+ *                             "handoff_rate": 1000.0,
  *                             "cpus": "0-127", "ran_on": "0-3",
  *                             "tasks": [ [TID, START_TIME], ... ] }, ... ],
  *               "loads": [ { "cpu": 0, "busy": 0.25,
@@ -75,6 +81,38 @@ typedef enum PlanSlice {
         _PLAN_SLICE_MAX,
 } PlanSlice;
 
+/*
+ * A placement on trial. A group placed anew is measured before it is kept:
+ * its progress (handoffs per second between its members) and its run-queue
+ * delay while the kernel alone placed it, then over [trial] ticks measured
+ * ticks placed. It is kept when progress is at least [trial] keep_pct of
+ * before and it did not start waiting for CPUs past the run-queue budget;
+ * otherwise it is reverted and not tried again before retry_ns, a back-off
+ * that doubles with each revert in a row (up to 16 times [trial]
+ * backoff_ms).
+ */
+typedef enum TrialVerdict {
+        TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
+        TRIAL_RUNNING,  /* placed, being measured */
+        TRIAL_KEPT,     /* measured no worse for the profile */
+        TRIAL_REVERTED, /* measured worse: handed back to the kernel */
+        _TRIAL_VERDICT_MAX,
+} TrialVerdict;
+
+typedef struct PlanTrial {
+        TrialVerdict verdict;
+        double before_rate;     /* handoffs/s left to the kernel (mean of its last ticks) */
+        double before_delay_us; /* run-queue delay per scheduling then */
+        unsigned before_ticks;
+        double after_rate; /* handoffs/s placed, mean over the trial's ticks */
+        double after_delay_us;
+        unsigned after_ticks;
+        unsigned reverts;  /* in a row: each doubles the back-off */
+        uint64_t retry_ns; /* after a revert: not tried again before this */
+} PlanTrial;
+
+const char *trial_verdict_to_string(TrialVerdict v);
+
 typedef struct PlanGroup {
         uint64_t id;
         GroupClass class;
@@ -84,6 +122,7 @@ typedef struct PlanGroup {
         unsigned widen; /* feedback steps taken: each widens the mask one level */
         uint64_t since_ns; /* when this decision was made (dwell) */
         bool waiting;      /* left alone until measured: no dwell, decided afresh next tick */
+        PlanTrial trial;   /* the measured outcome of placing it */
         char reason[PLAN_REASON_MAX];
 } PlanGroup;
 
@@ -114,6 +153,9 @@ typedef struct PolicyInput {
         const Profile *profile;
         const Plan *prev; /* NULL on the first tick */
         uint64_t now_ns;
+        /* Advise mode: nothing is applied, so a trial has nothing to
+         * measure; placements are shown as tried, never judged. */
+        bool advise;
 } PolicyInput;
 
 /*

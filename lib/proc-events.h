@@ -15,9 +15,10 @@
  * -EPERM without CAP_NET_ADMIN; newer ones (6.18 here) let any user listen.
  * The connector reports only to listeners in the initial network, PID and
  * user namespaces, with PIDs as seen there: in another network namespace the
- * subscription fails (-ECONNREFUSED), in another PID or user namespace the
- * kernel ignores it silently, which proc_events_new() detects (no
- * acknowledgement) and reports as -EOPNOTSUPP. Without the connector the
+ * subscription fails (-ECONNREFUSED), in another PID or user namespace some
+ * kernels (6.1) ignore it silently, which proc_events_new() detects (no
+ * acknowledgement) and reports as -EOPNOTSUPP, and others acknowledge it
+ * with EPERM (6.18 builds seen here). Without the connector the
  * daemon falls back to rescanning /proc on the tick.
  */
 #pragma once
@@ -64,10 +65,10 @@ typedef struct ProcEventsStats {
  * (PROC_CN_MCAST_LISTEN). cb is called only from proc_events_dispatch():
  * events from before this returns are dropped, so scan /proc after it.
  *
- * Return: 0 and *ret; -EPERM when the kernel requires CAP_NET_ADMIN;
- * -EOPNOTSUPP when the kernel ignored the subscription (not in the initial
- * PID/user namespace); -ECONNREFUSED (or -EPROTONOSUPPORT) without a
- * connector (other network namespace); -ENOMEM; -EIO for other libnl
+ * Return: 0 and *ret; -EPERM when the kernel requires CAP_NET_ADMIN or
+ * refuses a listener outside the initial PID/user namespace; -EOPNOTSUPP
+ * when the kernel ignored the subscription (outside them, older kernels); -ECONNREFUSED (or
+ * -EPROTONOSUPPORT) without a connector (other network namespace); -ENOMEM; -EIO for other libnl
  * failures. *ret untouched on failure.
  */
 int proc_events_new(ProcEventsCallback cb, void *userdata, ProcEvents **ret);

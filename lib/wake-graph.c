@@ -192,6 +192,7 @@ typedef struct WgEdge {
         uint64_t first_ns;     /* start of the first interval it was seen in; 0 = not yet */
         double raw;            /* decayed rate, not bias-corrected */
         double rate;           /* bias-corrected rate at the last update */
+        double tick_rate;      /* wakeups/s over the last update's interval alone */
         bool strong;
 } WgEdge;
 
@@ -457,7 +458,8 @@ static void decay_and_sweep(WakeGraph *g, uint64_t now_ns, uint64_t dt_ns) {
                 }
                 if (e->first_ns == 0)
                         e->first_ns = MAX(now_ns - dt_ns, (uint64_t)1);
-                e->raw = a * e->raw + (1 - a) * ((double)e->pending / dt_s);
+                e->tick_rate = (double)e->pending / dt_s;
+                e->raw = a * e->raw + (1 - a) * e->tick_rate;
                 e->pending = 0;
                 double age = (double)(now_ns - e->first_ns);
                 double seen = 1 - exp2(-MAX(age, (double)dt_ns) / h);
@@ -541,10 +543,11 @@ static void form_components(WakeGraph *g, uint32_t *parent, int64_t *partner) {
 
 /* Per-component working data during an update. */
 typedef struct WgComp {
-        uint32_t first, n;  /* slice of the member array */
-        uint32_t master;    /* task index */
-        double intra_rate;  /* wakeups/s between members */
-        double master_rate; /* ... of which on edges touching the master */
+        uint32_t first, n;      /* slice of the member array */
+        uint32_t master;        /* task index */
+        double intra_rate;      /* wakeups/s between members */
+        double intra_tick_rate; /* the same over the last interval alone, not decayed */
+        double master_rate;     /* ... of which on edges touching the master */
         GroupClass class;
         uint64_t id;
         uint32_t overlap; /* members that were in group `id` before */
@@ -657,6 +660,7 @@ static void classify_all(WakeGraph *g, WgScratch *s, uint64_t now_ns) {
                 if (c == UINT32_MAX || c != s->comp_of[e->wakee])
                         continue;
                 s->comps[c].intra_rate += e->rate;
+                s->comps[c].intra_tick_rate += e->tick_rate;
                 s->intra_out[e->waker] += e->rate;
                 if (e->rate >= g->p.strong_min_rate)
                         s->degree[e->waker]++;
@@ -797,6 +801,7 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                 out->runq_delay_us = slices ? delay_ns / slices / NSEC_PER_USEC : 0;
                 out->runq_wait = (double)delay_ns / (double)dt_ns;
                 out->wake_rate = comp->intra_rate;
+                out->handoff_rate = comp->intra_tick_rate;
                 out->unmeasured = !measured;
         }
         qsort(groups, s->n_comps, sizeof(Group), cmp_group_id);

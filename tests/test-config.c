@@ -138,7 +138,10 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
         assert_string_equal(a->name, b->name);
         assert_string_equal(a->description, b->description);
         assert_int_equal(a->pair_placement, b->pair_placement);
-        assert_int_equal(a->pair_max_util_pct, b->pair_max_util_pct);
+        assert_int_equal(a->pair_max_overlap_pct, b->pair_max_overlap_pct);
+        assert_int_equal(a->trial_ticks, b->trial_ticks);
+        assert_int_equal(a->trial_keep_pct, b->trial_keep_pct);
+        assert_int_equal(a->trial_backoff_ms, b->trial_backoff_ms);
         assert_int_equal(a->fanout_placement, b->fanout_placement);
         assert_int_equal(a->fanout_min_workers, b->fanout_min_workers);
         assert_int_equal(a->mesh_placement, b->mesh_placement);
@@ -210,7 +213,8 @@ static void test_profile_defaults(void **state) {
         assert_int_equal(profile_defaults("power-first", &p), 0);
         assert_string_equal(p.name, "power-first");
         assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CPU);
-        assert_int_equal(p.pair_max_util_pct, 100);
+        assert_int_equal(p.pair_max_overlap_pct, 50);
+        assert_int_equal(p.trial_keep_pct, 90); /* may trade a bounded loss for fewer busy CPUs */
         assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
         assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);
         assert_true(p.consolidate);
@@ -319,7 +323,10 @@ static void test_shipped_files_uncommented(void **state) {
                                                    "comm",        "cgroup",      NULL };
         static const char *const profile_keys[] = { "description",
                                                     "placement", /* [pair], [fanout], [mesh] */
-                                                    "max_util_pct",
+                                                    "max_overlap_pct",
+                                                    "ticks",
+                                                    "keep_pct",
+                                                    "backoff_ms",
                                                     "min_workers",
                                                     "llc_headroom_pct",
                                                     "consolidate",
@@ -515,8 +522,12 @@ static const ErrorCase error_cases[] = {
           "profile \"nosuch\" not found (searched " },
         { "error in a drop-in", "dropin", "[daemon]\ndry_run = yes\ndry_run = 2\n", -EINVAL, 3,
           "expected a boolean" },
-        { "error in a profile", "profile", "[pair]\nmax_util_pct = 0\n", -EINVAL, 2,
+        { "error in a profile", "profile", "[pair]\nmax_overlap_pct = 101\n", -EINVAL, 2,
+          "invalid [pair] max_overlap_pct \"101\": out of range 0..100" },
+        { "obsolete key still checked", "profile", "[pair]\nmax_util_pct = 0\n", -EINVAL, 2,
           "invalid [pair] max_util_pct \"0\": out of range 1..100" },
+        { "bad trial key", "profile", "[trial]\nkeep_pct = 0\n", -EINVAL, 2,
+          "invalid [trial] keep_pct \"0\": out of range 1..1000" },
         { "bad placement", "profile", "[mesh]\nplacement = diagonal\n", -EINVAL, 2,
           "expected one of none, pack, home, spread" },
         { "bad idle constraint", "profile", "[idle]\nconstraint = always\n", -EINVAL, 2,

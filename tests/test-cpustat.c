@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "cpustat.h"
+#include "idle.h"
 #include "macro.h"
 
 typedef struct Ctx {
@@ -45,9 +47,20 @@ static int setup(void **state) {
         return 0;
 }
 
+static void write_interrupts(const Ctx *c, const char *text) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/interrupts", c->dir);
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
 static int teardown(void **state) {
         Ctx *c = *state;
-        char path[PATH_MAX + 8];
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/interrupts", c->dir);
+        unlink(path);
         snprintf(path, sizeof(path), "%s/stat", c->dir);
         unlink(path);
         rmdir(c->dir);
@@ -165,6 +178,52 @@ static void test_cpu_gone_and_errors(void **state) {
         assert_int_equal(cpustat_refresh(cs), -EBADMSG);
 }
 
+/* Interrupts per CPU for machines without cpuidle: per-CPU rows summed by
+ * column (an offline CPU 1 has no column), whole-machine rows not counted. */
+static void test_interrupts(void **state) {
+        Ctx *c = *state;
+        write_stat(c, "cpu  1 1 1 1\ncpu0 1 0 0 9\ncpu2 1 0 0 9\n");
+        write_interrupts(c, "           CPU0       CPU2       \n"
+                            "  1:         10          5  IO-APIC    1-edge      i8042\n"
+                            "LOC:       1000       2000   Local timer interrupts\n"
+                            "RES:          7          3   Rescheduling interrupts\n"
+                            "ERR:          4\n"
+                            "MIS:          0\n");
+        _cleanup_(cpustat_freep) CpuStat *cs = NULL;
+        assert_int_equal(cpustat_new(c->dir, &cs), 0);
+        assert_int_equal(cpustat_refresh(cs), 0);
+        assert_int_equal(cpustat_refresh_irqs(cs), 0);
+        assert_int_equal(cpustat_cpu(cs, 0)->irqs, 10 + 1000 + 7);
+        assert_int_equal(cpustat_cpu(cs, 2)->irqs, 5 + 2000 + 3);
+        assert_false(cpustat_cpu(cs, 0)->has_irq_delta);
+
+        write_stat(c, "cpu  1 1 1 1\ncpu0 26 0 0 84\ncpu2 1 0 0 109\n");
+        write_interrupts(c, "           CPU0       CPU2       \n"
+                            "  1:         10          5  IO-APIC    1-edge      i8042\n"
+                            "LOC:       1400       2000   Local timer interrupts\n"
+                            "RES:        107          3   Rescheduling interrupts\n"
+                            "ERR:        400\n");
+        assert_int_equal(cpustat_refresh(cs), 1);
+        assert_int_equal(cpustat_refresh_irqs(cs), 1);
+        assert_int_equal(cpustat_cpu(cs, 0)->delta_irqs, 500);
+        assert_int_equal(cpustat_cpu(cs, 2)->delta_irqs, 0);
+        assert_false(cpustat_cpu(cs, 1)->has_irq_delta); /* no column: offline */
+
+        /* The figures of a CPU without idle states, over half a second. */
+        IdleCpuStats st;
+        assert_int_equal(idle_cpu_derive_stateless(cpustat_cpu(cs, 0), 500000, &st), 1);
+        assert_true(st.valid);
+        assert_int_equal(st.n_states, 0);
+        assert_true(fabs(st.busy_frac - 0.25) < 1e-9);
+        assert_true(fabs(st.other_idle_frac - 0.75) < 1e-9);
+        assert_true(fabs(st.wakeups_per_sec - 1000.0) < 1e-9);
+        assert_int_equal(idle_cpu_derive_stateless(cpustat_cpu(cs, 1), 500000, &st), 0);
+        assert_false(st.valid);
+
+        write_interrupts(c, "no header here\n");
+        assert_int_equal(cpustat_refresh_irqs(cs), -EBADMSG);
+}
+
 static void test_live(void **state) {
         _cleanup_(cpustat_freep) CpuStat *cs = NULL;
         assert_int_equal(cpustat_new("/proc", &cs), 0);
@@ -187,6 +246,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_line),
                 cmocka_unit_test_setup_teardown(test_fixture_deltas, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_gone_and_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_interrupts, setup, teardown),
                 cmocka_unit_test(test_live),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

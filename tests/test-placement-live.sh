@@ -2,7 +2,8 @@
 # The real placed on the real system (issue 5, item 9), 200 ms ticks, profile
 # balanced, a lockstep pipe pair (perf bench sched pipe: two processes, both
 # named "sched-pipe"):
-#   1. the pair is packed onto one CPU within two ticks;
+#   1. the pair is packed onto one CPU within two ticks, and kept after its
+#      trial because it made more hand-offs per second packed than spread;
 #   2. SIGTERM restores both affinities and empties the journal;
 #   3. after SIGKILL the pair stays pinned until "placed --restore", which is
 #      idempotent; 4. --restore is refused while a daemon holds the journal;
@@ -34,6 +35,16 @@ step_pack_and_sigterm() {
     grep -q "Placing pair group .*sched-pipe" "$T/balanced.log" ||
         fail "packed, but placed did not log placing a pair: $(cat "$T/balanced.log")"
     ok "1. pair $pair_parent/$pair_child packed onto CPU $(cpus_allowed "$pair_parent") ${packed_ms} ms after placed started"
+    # The trial: kept because the pair measured faster packed than spread.
+    wait_for_ms 3000 grep -q "Keeping pair group .*handoffs/s placed" "$T/balanced.log" ||
+        fail "1. no verdict on the packed pair's trial: $(cat "$T/balanced.log")"
+    local verdict
+    verdict=$(grep -m1 "Keeping pair group" "$T/balanced.log")
+    local placed kernel
+    read -r placed kernel < <(echo "$verdict" |
+        sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
+    [ "$placed" -gt "$kernel" ] || fail "1. kept without gaining: $verdict"
+    ok "1. trial kept: ${verdict#*: }"
 
     placed_stop TERM
     [ "$placed_rc" -eq 0 ] || fail "2. placed exited $placed_rc on SIGTERM"

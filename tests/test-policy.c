@@ -263,19 +263,25 @@ static void test_pair_on_least_busy_ran_on_cpu(void **state) {
         scenario_done(&s);
 }
 
-static void test_pair_too_big_left_alone(void **state) {
+static void test_pair_stream_left_alone(void **state) {
         Scenario s;
         Profile p = profile("balanced");
         scenario_init(&s, "topo-vm2", 0.0);
-        Group *g = add_group(&s, GROUP_PAIR, 2, 1.3, NULL);
+        /* Both tasks ran at once for 0.6 of a CPU: a stream, not tried. */
+        Group *g = add_group(&s, GROUP_PAIR, 2, 1.6, NULL);
         Plan *plan = decide(&s, &p, NULL, SEC_NS);
         assert_false(pg_of(plan, g)->managed);
+        assert_non_null(strstr(pg_of(plan, g)->reason, "max_overlap_pct=50"));
         plan_free(plan);
 
-        /* The same pair once packed stays packed: packing is what saturates it. */
-        g->util = 0.5;
+        /* 1.1 CPUs spread (a server and its client, say) is tried: what
+         * packing removes is part of that run time. */
+        g->util = 1.1;
         Plan *packed = decide(&s, &p, NULL, SEC_NS);
         assert_true(pg_of(packed, g)->managed);
+        assert_int_equal(pg_of(packed, g)->trial.verdict, TRIAL_RUNNING);
+        /* Once packed it stays packed whatever its utilisation: packing is
+         * what saturates it. */
         g->util = 1.0;
         plan = decide(&s, &p, packed, 30 * SEC_NS);
         assert_true(pg_of(plan, g)->managed);
@@ -310,6 +316,175 @@ static void test_pair_too_big_left_alone(void **state) {
         g->ran_on = both;
         plan = decide(&s, &p, NULL, SEC_NS);
         assert_false(pg_of(plan, g)->managed);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* ---- trials: placements judged by measured outcome ---- */
+
+/* One tick of a pair on the 2-CPU VM: its progress and run-queue delay. */
+static Plan *pair_tick(Scenario *s, Group *g, const Profile *p, Plan *prev, uint64_t sec,
+                       double handoffs, uint64_t delay_us) {
+        g->handoff_rate = handoffs;
+        g->runq_delay_us = delay_us;
+        const PlanGroup *was = prev ? plan_find_group(prev, g->id) : NULL;
+        if (was && was->managed)
+                g->ran_on = was->cpus; /* packed: it ran where placed put it */
+        else
+                g->ran_on = s->t->online;
+        Plan *next = decide(s, p, prev, sec * SEC_NS);
+        plan_free(prev);
+        return next;
+}
+
+typedef struct TrialCase {
+        const char *profile;
+        double before, after;               /* handoffs/s spread, then packed */
+        uint64_t before_delay, after_delay; /* run-queue delay, us */
+        TrialVerdict expect;
+} TrialCase;
+
+static void test_trial_verdicts(void **state) {
+        static const TrialCase cases[] = {
+                /* the lockstep pipe pair: 9x packed */
+                { "balanced", 16000, 148000, 5, 3, TRIAL_KEPT },
+                { "latency-first", 16000, 148000, 5, 3, TRIAL_KEPT },
+                /* a server with one client: 1.3x */
+                { "balanced", 30000, 39000, 8, 6, TRIAL_KEPT },
+                /* no change: balanced keeps, latency-first wants a gain */
+                { "balanced", 30000, 30000, 8, 8, TRIAL_KEPT },
+                { "latency-first", 30000, 30000, 8, 8, TRIAL_REVERTED },
+                /* a 5% loss: power-first trades it for a sleeping CPU */
+                { "power-first", 30000, 28500, 8, 8, TRIAL_KEPT },
+                { "balanced", 30000, 28500, 8, 8, TRIAL_REVERTED },
+                /* a 20% loss is too much even for power-first */
+                { "power-first", 30000, 24000, 8, 8, TRIAL_REVERTED },
+                /* as fast, but now waiting for the CPU past the budget */
+                { "balanced", 30000, 30500, 8, 3000, TRIAL_REVERTED },
+                /* waiting more, but within the budget */
+                { "balanced", 30000, 30500, 8, 400, TRIAL_KEPT },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const TrialCase *tc = &cases[i];
+                Scenario s;
+                Profile p = profile(tc->profile);
+                print_message("case %zu: %s %.0f -> %.0f\n", i, tc->profile, tc->before, tc->after);
+                scenario_init(&s, "topo-vm2", 0.0);
+                Group *g = add_group(&s, GROUP_PAIR, 2, 0.96, NULL);
+                Plan *plan = pair_tick(&s, g, &p, NULL, 1, tc->before, tc->before_delay);
+                assert_true(pg_of(plan, g)->managed); /* tried at once */
+                assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_RUNNING);
+                for (unsigned k = 0; k < p.trial_ticks; k++) {
+                        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_RUNNING);
+                        assert_true(pg_of(plan, g)->managed);
+                        plan = pair_tick(&s, g, &p, plan, 2 + k, tc->after, tc->after_delay);
+                }
+                const PlanGroup *pg = pg_of(plan, g);
+                assert_int_equal(pg->trial.verdict, tc->expect);
+                assert_true(fabs(pg->trial.before_rate - tc->before) < 1e-6);
+                assert_true(fabs(pg->trial.after_rate - tc->after) < 1e-6);
+                assert_int_equal(pg->trial.after_ticks, p.trial_ticks);
+                assert_int_equal(pg->managed, tc->expect == TRIAL_KEPT);
+                if (tc->expect == TRIAL_REVERTED)
+                        assert_non_null(strstr(pg->reason, "did worse"));
+                plan_free(plan);
+                scenario_done(&s);
+        }
+}
+
+/* A pair that loses when packed is handed back at the verdict, not tried
+ * again before its back-off, then tried once more, with a longer back-off
+ * after a second loss: no flapping. One that wins stays. */
+static void test_trial_revert_and_backoff(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.96, NULL);
+        Plan *plan = pair_tick(&s, g, &p, NULL, 1, 30000, 10);
+        assert_true(pg_of(plan, g)->managed);
+        plan = pair_tick(&s, g, &p, plan, 2, 20000, 10);
+        assert_true(pg_of(plan, g)->managed); /* the dwell does not end a trial early */
+        plan = pair_tick(&s, g, &p, plan, 3, 20000, 10);
+        assert_false(pg_of(plan, g)->managed);
+        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_REVERTED);
+        uint64_t retry = pg_of(plan, g)->trial.retry_ns;
+        assert_int_equal(retry, (3 + 30) * SEC_NS);
+
+        /* Spread again, at 30k: not tried before the back-off ends, past any dwell. */
+        for (uint64_t sec = 4; sec < 33; sec++) {
+                plan = pair_tick(&s, g, &p, plan, sec, 30000, 10);
+                assert_false(pg_of(plan, g)->managed);
+        }
+        assert_non_null(strstr(pg_of(plan, g)->reason, "not tried again"));
+        plan = pair_tick(&s, g, &p, plan, 33, 30000, 10);
+        assert_true(pg_of(plan, g)->managed);
+        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_RUNNING);
+
+        /* It loses again: the back-off doubles. */
+        plan = pair_tick(&s, g, &p, plan, 34, 20000, 10);
+        plan = pair_tick(&s, g, &p, plan, 35, 20000, 10);
+        assert_false(pg_of(plan, g)->managed);
+        assert_int_equal(pg_of(plan, g)->trial.reverts, 2);
+        assert_int_equal(pg_of(plan, g)->trial.retry_ns, (35 + 60) * SEC_NS);
+        plan = pair_tick(&s, g, &p, plan, 94, 30000, 10);
+        assert_false(pg_of(plan, g)->managed);
+
+        /* This time it wins: kept, and the count of reverts starts over. */
+        plan = pair_tick(&s, g, &p, plan, 95, 30000, 10);
+        assert_true(pg_of(plan, g)->managed);
+        plan = pair_tick(&s, g, &p, plan, 96, 90000, 10);
+        plan = pair_tick(&s, g, &p, plan, 97, 90000, 10);
+        assert_true(pg_of(plan, g)->managed);
+        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
+        assert_int_equal(pg_of(plan, g)->trial.reverts, 0);
+        for (uint64_t sec = 98; sec < 200; sec += 7) {
+                plan = pair_tick(&s, g, &p, plan, sec, 90000, 10);
+                assert_true(pg_of(plan, g)->managed);
+        }
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* Power-first at low load: pairs that ran all over a two-socket machine join
+ * the consolidated work, so the other LLCs and the other package can sleep. */
+static void test_power_first_consolidates_pairs(void **state) {
+        static const char *const ran[] = { "8,9", "40,41", "70,71", "100,101", "20,21", "120,121" };
+        Scenario s;
+        Profile p = profile("power-first");
+        scenario_init(&s, "topo-epyc2s", 0.02);
+        Group *pairs[ELEMENTSOF(ran)];
+        for (size_t i = 0; i < ELEMENTSOF(ran); i++) {
+                CpuSet r = set_of(ran[i]);
+                pairs[i] = add_group(&s, GROUP_PAIR, 2, 0.3, &r);
+        }
+        Group *mesh = add_group(&s, GROUP_MESH, 10, 0.8, NULL);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        const CpuSet *hk = &plan->slice_cpus[PLAN_SLICE_SYSTEM];
+        assert_false(cpuset_is_empty(hk));
+        CpuSet used;
+        cpuset_zero(&used);
+        for (size_t i = 0; i < ELEMENTSOF(ran); i++) {
+                const PlanGroup *pg = pg_of(plan, pairs[i]);
+                assert_true(pg->managed);
+                assert_int_equal(cpuset_count(&pg->cpus), 1);
+                assert_true(cpuset_is_subset(&pg->cpus, hk));
+                cpuset_or(&used, &used, &pg->cpus);
+        }
+        /* Light pairs share CPUs within the headroom: three CPUs for six. */
+        assert_int_equal(cpuset_count(&used), 3);
+        /* All of it, the mesh too, in one LLC of one package. */
+        cpuset_or(&used, &used, &pg_of(plan, mesh)->cpus);
+        assert_int_equal(units_touched(s.t, &used), 1);
+        int pkg = s.t->cpus[cpuset_first(&used)].package;
+        CPUSET_FOREACH (c, &used)
+                assert_int_equal(s.t->cpus[c].package, pkg);
+        plan_free(plan);
+
+        /* Balanced leaves each pair where it ran. */
+        Profile bal = profile("balanced");
+        plan = decide(&s, &bal, NULL, SEC_NS);
+        CpuSet where = set_of("8-9");
+        assert_true(cpuset_is_subset(&pg_of(plan, pairs[0])->cpus, &where));
         plan_free(plan);
         scenario_done(&s);
 }
@@ -394,17 +569,32 @@ static void test_dwell_and_gain(void **state) {
         scenario_done(&s);
 }
 
+/* The plan once the first placements passed their trial (same figures
+ * before and after: kept), at 1 + trial_ticks seconds. */
+static Plan *kept_after_trial(Scenario *s, const Profile *p) {
+        Plan *plan = decide(s, p, NULL, SEC_NS);
+        for (unsigned k = 0; k < p->trial_ticks; k++) {
+                Plan *next = decide(s, p, plan, (2 + k) * SEC_NS);
+                plan_free(plan);
+                plan = next;
+        }
+        for (unsigned i = 0; i < plan->n_groups; i++)
+                if (plan->groups[i].managed)
+                        assert_int_equal(plan->groups[i].trial.verdict, TRIAL_KEPT);
+        return plan;
+}
+
 static void test_feedback_widens_next_tick(void **state) {
         Scenario s;
         Profile p = profile("balanced");
         scenario_init(&s, "topo-epyc2s", 0.0);
         CpuSet ran = set_of("8,72");
         Group *g = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
-        Plan *a = decide(&s, &p, NULL, SEC_NS);
+        Plan *a = kept_after_trial(&s, &p);
         assert_int_equal(cpuset_count(&pg_of(a, g)->cpus), 1);
 
         g->runq_delay_us = p.runq_delay_budget_us + 1;
-        Plan *b = decide(&s, &p, a, 2 * SEC_NS); /* within dwell: feedback overrides */
+        Plan *b = decide(&s, &p, a, 4 * SEC_NS); /* within dwell: feedback overrides */
         const PlanGroup *pb = pg_of(b, g);
         assert_true(pb->managed);
         assert_true(cpuset_is_subset(&pg_of(a, g)->cpus, &pb->cpus));
@@ -418,10 +608,10 @@ static void test_feedback_widens_next_tick(void **state) {
         Scenario m;
         scenario_init(&m, "topo-epyc2s", 0.0);
         Group *mesh = add_group(&m, GROUP_MESH, 40, 3.0, NULL);
-        Plan *ma = decide(&m, &p, NULL, SEC_NS);
+        Plan *ma = kept_after_trial(&m, &p);
         unsigned before = units_touched(m.t, &pg_of(ma, mesh)->cpus);
         mesh->runq_delay_us = p.runq_delay_budget_us * 2;
-        Plan *mb = decide(&m, &p, ma, 2 * SEC_NS);
+        Plan *mb = decide(&m, &p, ma, 4 * SEC_NS);
         assert_int_equal(units_touched(m.t, &pg_of(mb, mesh)->cpus), before + 1);
         plan_free(a);
         plan_free(b);
@@ -683,7 +873,10 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_scenario_table),
                 cmocka_unit_test(test_pair_on_least_busy_ran_on_cpu),
-                cmocka_unit_test(test_pair_too_big_left_alone),
+                cmocka_unit_test(test_pair_stream_left_alone),
+                cmocka_unit_test(test_trial_verdicts),
+                cmocka_unit_test(test_trial_revert_and_backoff),
+                cmocka_unit_test(test_power_first_consolidates_pairs),
                 cmocka_unit_test(test_pair_same_core_smt),
                 cmocka_unit_test(test_pairs_do_not_share_a_full_cpu),
                 cmocka_unit_test(test_dwell_and_gain),
