@@ -46,7 +46,7 @@ typedef enum AffinityResult {
         AFFINITY_WOULD_SET, /* dry run: it would have been written */
         AFFINITY_UNCHANGED, /* the task already has that mask */
         AFFINITY_EMPTY,     /* nothing left after clamping to the task's cpuset */
-        /* Never touched (DESIGN.md "Respecting the owner's system"): */
+        /* Never touched (docs/design.md, "Respecting the owner's system"): */
         AFFINITY_REFUSED_KTHREAD,
         AFFINITY_REFUSED_INIT,     /* PID 1 and its threads */
         AFFINITY_REFUSED_SELF,     /* placed itself */

@@ -21,7 +21,7 @@
 #define CONFIG_MAX_EXCLUDES 64
 #define CONFIG_MAX_PROFILES 32
 
-/* Where a pair goes (see the profile table in DESIGN.md). */
+/* Where a pair goes (see the profile table in docs/design.md). */
 typedef enum PairPlacement {
         PAIR_PLACEMENT_NONE,      /* leave to the kernel */
         PAIR_PLACEMENT_SAME_CPU,  /* both tasks on one CPU */

@@ -24,6 +24,13 @@
  * A pair already packed stays packed regardless of its utilisation, which
  * saturates one CPU precisely because it is packed; only the run-queue
  * delay can widen it.
+ *
+ * Outcome. No utilisation figure decides alone: a group placed anew is on
+ * trial (trial_step()), kept when its measured progress placed is no worse
+ * for the profile than left to the kernel, else handed back with a back-off.
+ * So a pair is tried wherever a CPU has room for half its spread run time,
+ * unless its two tasks clearly ran at once (a stream), and power-first packs
+ * pairs into the consolidated units like everything else.
  */
 #include "policy.h"
 
@@ -38,6 +45,9 @@
 #include <json.h>
 
 #include "macro.h"
+
+/* The share of a pair's spread run time a CPU must have free to try it there. */
+#define PAIR_FIT_SHARE 0.5
 
 typedef struct Ctx {
         const PolicyInput *in;
@@ -98,12 +108,8 @@ static void compute_background(Ctx *c) {
                 unsigned n = cpuset_count(&ran);
                 if (g->class == GROUP_SOLO || n == 0)
                         continue;
-                /* A pair spread over two CPUs keeps both busier than its run
-                 * time says (cross-CPU wakeups, idle exits): take its share
-                 * of each CPU it ran on to be all of it, the bound that can
-                 * only overstate the room. Run-queue feedback corrects a
-                 * wrong guess on the next tick. */
-                double share = g->class == GROUP_PAIR ? g->util : g->util / n;
+                /* What else keeps its CPUs busy is what is left. */
+                double share = g->util / n;
                 CPUSET_FOREACH (cpu, &ran)
                         if ((unsigned)cpu < c->t->n_cpus)
                                 c->bg[cpu] = MAX(0.0, c->bg[cpu] - share);
@@ -201,16 +207,18 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
                 return leave(pg);
         }
         int prev_cpu = prev && prev->managed ? cpuset_first(&prev->cpus) : -1;
-        /* On one CPU it uses at most that CPU. */
-        double need = MIN(g->util, 1.0);
+        /* On one CPU it uses at most that CPU, and how much less than its
+         * spread run time is what the trial measures: a CPU has room when
+         * the rest of its load leaves half of that free. */
+        double need = MIN(g->util, 1.0), fit = need * PAIR_FIT_SHARE;
         int cpu = c->consolidate ? pick_cpu_consolidated(c, allowed, need, prev_cpu) : -1;
         bool consolidated = cpu >= 0;
         if (!consolidated) {
                 CpuSet cand;
                 cpuset_and(&cand, &g->ran_on, allowed);
-                cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, need, prev_cpu);
+                cpu = pick_cpu(c, cpuset_is_empty(&cand) ? allowed : &cand, fit, prev_cpu);
                 if (cpu < 0)
-                        cpu = pick_cpu(c, allowed, need, prev_cpu);
+                        cpu = pick_cpu(c, allowed, fit, prev_cpu);
                 /* Stay unless the move gains min_gain_pct of a CPU. */
                 if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
                     (cpu < 0 ||
@@ -218,7 +226,7 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
                         cpu = prev_cpu;
         }
         if (cpu < 0) {
-                set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU", need * 100);
+                set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU", fit * 100);
                 return leave(pg);
         }
         CpuSet levels[4];

@@ -160,7 +160,7 @@ typedef struct PolicyInput {
 
 /*
  * policy_decide() - the plan for this tick (see the top of this file and
- * the profile table in DESIGN.md). Pure and deterministic: the same input
+ * the profile table in docs/design.md). Pure and deterministic: the same input
  * gives the same plan, and an unchanged input on the next tick gives an
  * identical plan (plan_equal()).
  *

@@ -3,7 +3,7 @@
  * The wake-graph model: from what a wake source saw (WakeBatch, wake.h) and
  * per-task schedstat counters, keep decayed waker->wakee rates and per-task
  * wakee_flips, form groups of tasks that wake each other and classify them
- * pair / fanout / mesh / solo (see DESIGN.md).
+ * pair / fanout / mesh / solo (see docs/design.md).
  *
  * Pure: no I/O, no clock, no logging. The caller passes now_ns
  * (CLOCK_MONOTONIC, the same clock as WakeBatch.now_ns).

@@ -228,6 +228,16 @@ static void build(Scenario *s, Kind kind) {
         }
 }
 
+/* Return: how many groups the first tick's plan manages. */
+static unsigned n_managed(Scenario *s, const Profile *p) {
+        Plan *plan = decide(s, p, NULL, SEC_NS);
+        unsigned n = 0;
+        for (unsigned i = 0; i < plan->n_groups; i++)
+                n += plan->groups[i].managed;
+        plan_free(plan);
+        return n;
+}
+
 static void test_scenario_table(void **state) {
         const char *topos[] = { "topo-vm2", "topo-epyc2s", "topo-hybrid" };
         const char *profiles[] = { "power-first", "balanced", "latency-first" };
@@ -240,6 +250,9 @@ static void test_scenario_table(void **state) {
                                 scenario_init(&s, topos[ti], 0.05);
                                 build(&s, k);
                                 check_invariants(&s, &p, NULL);
+                                /* Light pairs that fit are placed by every profile. */
+                                if (k == N_PAIRS)
+                                        assert_true(n_managed(&s, &p) > 0);
                                 scenario_done(&s);
                         }
 }
