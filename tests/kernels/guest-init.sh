@@ -33,6 +33,15 @@ echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || say "cannot enable the cp
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
 mount --bind "$res/logs" "$PLACED_BUILD/tests/logs" || { say "cannot bind the logs"; exit 1; }
+# Switch on, for the whole run, the static keys the tests would otherwise
+# flip again and again: each flip patches kernel text, which qemu's
+# multi-threaded TCG can show half-done to the other vCPU (seen once on 6.12:
+# "Oops: int3" in try_to_wake_up when a test attached to sched_waking). The
+# tracepoint (an ftrace event), bpf_stats and the cpuset key (a cpuset
+# cgroup that stays) are then on before any test runs.
+echo 1 >/sys/kernel/tracing/events/sched/sched_waking/enable || say "cannot enable sched_waking"
+echo 1 >/proc/sys/kernel/bpf_stats_enabled || say "cannot enable bpf_stats"
+mkdir -p /sys/fs/cgroup/placed-matrix-keep || say "cannot create a cpuset cgroup"
 hostname "placed-matrix" 2>/dev/null || true
 
 say "kernel $(uname -r), $(nproc) CPUs, cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
