@@ -40,6 +40,7 @@ mount --bind "$res/logs" "$PLACED_BUILD/tests/logs" || { say "cannot bind the lo
 # tracepoint (an ftrace event), bpf_stats and the cpuset key (a cpuset
 # cgroup that stays) are then on before any test runs.
 echo 1 >/sys/kernel/tracing/events/sched/sched_waking/enable || say "cannot enable sched_waking"
+echo 0 >/sys/kernel/tracing/tracing_on # the event stays attached, its records are not written
 echo 1 >/proc/sys/kernel/bpf_stats_enabled || say "cannot enable bpf_stats"
 mkdir -p /sys/fs/cgroup/placed-matrix-keep || say "cannot create a cpuset cgroup"
 hostname "placed-matrix" 2>/dev/null || true
