@@ -6,7 +6,9 @@
 #   make check     every test; ends with "N passed, N failed, N skipped"
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
 #   make check-kernels    the live tests inside qemu on Debian 12's kernels (tests/kernels/)
+#   make fuzz      each libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS (in build-fuzz/)
 #   make install   honours DESTDIR and PREFIX
+#   make deb       the Debian package, in build/deb/ (make check-package tests it)
 #
 # lib/*.c builds into build/libplaced.a, which the daemon, placectl and the
 # tests link. lib/*.bpf.c become BPF objects and skeleton headers in build/.
@@ -30,7 +32,8 @@ VERSION := 0.1.0
 DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	libsystemd-dev libcpupower-dev libnl-3-dev libnl-genl-3-dev libinih-dev \
 	libevent-dev libjson-c-dev libcmocka-dev dbus systemd rt-tests linux-perf \
-	stress-ng gnuplot-nox clang-format util-linux procps python3
+	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev \
+	debhelper dpkg-dev lintian
 # make check-kernels: qemu (TCG) and a static busybox for the initramfs
 DEB_PACKAGES += qemu-system-x86 busybox-static
 
@@ -70,6 +73,9 @@ PLACECTL_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACECTL_SRCS))
 TEST_SRCS := $(wildcard tests/test-*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
+# Helpers the shell tests run (a fake polkit, a bus client).
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/helpers/%,$(wildcard tests/helpers/*.c))
+
 # Workloads for the benchmarks and the real placement tests.
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
@@ -77,7 +83,25 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 CLANG_FORMAT ?= clang-format
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon tests -name '*.[ch]')
 
-.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench
+# Fuzzing (tests/fuzz/): one harness per reader of outside input. "make fuzz"
+# builds them with clang and libFuzzer and runs each for FUZZ_SECONDS, growing
+# a scratch corpus in $(FUZZ_BUILD)/corpus/ from the seeds in the tree. "make
+# check" links the same harnesses to a plain main() with ASan and UBSan and
+# replays the seeds once (tests/test-fuzz-corpus.sh); fuzz-selftest proves a
+# crashing harness fails that test.
+FUZZ_NAMES   := config snapshot journal replay
+FUZZ_SECONDS ?= 30
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SAN     := -fsanitize=address -fsanitize=undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+FUZZ_CFLAGS   = $(filter-out -MMD -MP,$(CFLAGS)) -Itests/fuzz
+REPLAY_LIB   := $(BUILD)/fuzz/libplaced-san.a
+REPLAY_BINS  := $(patsubst %,$(BUILD)/fuzz/replay-%,$(FUZZ_NAMES) selftest)
+FUZZER_LIB   := $(BUILD)/fuzz/libplaced-fuzzer.a
+FUZZER_BINS  := $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_NAMES))
+
+.PHONY: all deps run check check-unit check-sanitize check-system format format-check install clean bench \
+	fuzz fuzz-bins deb check-package
 
 all: $(BUILD)/placed $(BUILD)/placectl
 
@@ -101,11 +125,11 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 
 $(BUILD)/lib/%.o: lib/%.c | $(BPF_SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/daemon/%.o: daemon/%.c | $(BPF_SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
@@ -119,18 +143,55 @@ $(BUILD)/placectl: $(PLACECTL_OBJS) $(LIB)
 
 $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lpthread
+
+$(BUILD)/fuzz/san/%.o: lib/%.c | $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(FUZZ_SAN) -c $< -o $@
+
+$(REPLAY_LIB): $(patsubst lib/%.c,$(BUILD)/fuzz/san/%.o,$(LIB_SRCS))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/replay-main.c tests/fuzz/fuzz.h $(REPLAY_LIB)
+	$(CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -o $@ $< tests/fuzz/replay-main.c $(REPLAY_LIB) $(PKG_LIBS)
+
+$(BUILD)/fuzz/lf/%.o: lib/%.c | $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(FUZZER_LIB): $(patsubst lib/%.c,$(BUILD)/fuzz/lf/%.o,$(LIB_SRCS))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(FUZZER_LIB)
+	$(CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZER_LIB) $(PKG_LIBS)
+
+fuzz-bins: $(FUZZER_BINS)
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang fuzz-bins
+	@set -e; for n in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+		echo "== fuzz-$$n for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_BUILD)/fuzz/fuzz-$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n; \
+	done
 
 run: all
 	daemon/run-dev.sh $(BUILD)
 
-check-unit: all $(TEST_BINS)
+check-unit: all $(TEST_BINS) $(HELPER_BINS)
 
-check: all $(TEST_BINS) $(BENCH_BINS)
+check: all $(TEST_BINS) $(BENCH_BINS) $(REPLAY_BINS) $(HELPER_BINS)
 	@tests/run-tests.sh $(BUILD)
 
 check-sanitize:
@@ -144,6 +205,28 @@ check-system: all
 .PHONY: check-kernels
 check-kernels: all $(TEST_BINS) $(BENCH_BINS)
 	@tests/kernels/run-matrix.sh $(BUILD)
+
+# The Debian package, built with dpkg-buildpackage in a copy of the tree (it
+# writes its results into the parent directory) and moved into $(DEB_OUT):
+# placed_VERSION_ARCH.deb, its -dbgsym, the source (.dsc, .tar.xz, so that
+# lintian checks debian/ too), .buildinfo and .changes.
+DEB_OUT ?= $(BUILD)/deb
+deb:
+	@set -e; tmp=$$(mktemp -d /tmp/placed-deb.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	mkdir "$$tmp/placed"; \
+	tar -cf - --exclude=./.git --exclude='./build*' --exclude=./debian/placed \
+		--exclude='./debian/.debhelper' . | tar -C "$$tmp/placed" -xf -; \
+	(cd "$$tmp/placed" && dpkg-buildpackage -us -uc) >"$$tmp/build.log" 2>&1 || \
+		{ tail -n 40 "$$tmp/build.log"; echo "dpkg-buildpackage failed" >&2; exit 1; }; \
+	rm -rf $(DEB_OUT); mkdir -p $(DEB_OUT); \
+	mv "$$tmp"/*.deb "$$tmp"/*.dsc "$$tmp"/*.tar.* "$$tmp"/*.buildinfo "$$tmp"/*.changes \
+		"$$tmp/build.log" $(DEB_OUT)/; \
+	ls $(DEB_OUT)/*.deb
+
+# lintian on the package, then its life cycle under a real systemd: install,
+# upgrade, remove, purge (tests/system/check-package.sh).
+check-package: deb
+	@tests/system/check-package.sh $(DEB_OUT)
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_FILES)
@@ -172,7 +255,7 @@ bench: all $(BENCH_BINS)
 	bash tests/bench/sampler-cost.sh --build $(BUILD) $(SAMPLER_ARGS)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(LIB_OBJS:.o=.d) $(PLACED_OBJS:.o=.d) $(PLACECTL_OBJS:.o=.d)
 .SECONDARY:

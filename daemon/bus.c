@@ -23,6 +23,12 @@
  *     EnergyWatts   d     RAPL measured package power (W), -1 without RAPL  poll it
  *     SamplerNsPerWakeup d  wake sampler's run time per wakeup (ns) over the last
  *                         tick; 0 when unknown (perf, or bpf_stats off)   poll it
+ *     SamplerWakeups t    wakeups the sampler attributed since start      poll it
+ *     SamplerSoftirqWakeups t  of those, made in softirq context (counted
+ *                         for the task current there, as the kernel does) poll it
+ *     SamplerSkipped t    wakeups not attributed (hard IRQ, idle, kernel
+ *                         threads, exited tasks)                          poll it
+ *     SamplerLost    t    wakeups lost (full maps or rings)               poll it
  *   ("poll it": changes every tick, so no PropertiesChanged; clients poll.)
  *
  *   methods
@@ -45,8 +51,8 @@
  *                     lib/policy.h); "placed --plan --snapshot FILE" replays it
  *     CpuStats() -> a(udddua(sdt))  per CPU with figures for the last tick
  *                     (online, after the second tick): cpu, busy fraction,
- *                     idle entries/s (without a cpuidle driver: interrupts/s,
- *                     the bound of its idle exits), deepest state's share
+ *                     idle entries/s (without a cpuidle driver: estimated
+ *                     from the interrupts that came while it was idle), deepest state's share
  *                     of idle time, number of states (0 without a cpuidle
  *                     driver), and per state name, residency fraction of the
  *                     tick, exit latency (us)
@@ -60,12 +66,18 @@
  *
  * Access: reading is open to everyone (the bus policy allows it). Every
  * method is SD_BUS_VTABLE_UNPRIVILEGED, so sd-bus's own CAP_SYS_ADMIN check
- * stays out of the way and bus_authorize() decides alone. Changing
+ * stays out of the way and bus_authorize_then() decides alone. Changing
  * (SetProfile, Reload, Restore, HoldProfile, ReleaseProfile) needs euid 0, or
- * a yes from polkit for the matching org.placed1.* action. The polkit check
- * is synchronous and non-interactive: a "challenge" answer (authentication
- * needed) is a denial that says to use sudo. Without polkit on the bus,
- * non-root callers are denied.
+ * a yes from polkit for the matching org.placed1.* action. polkit is asked
+ * asynchronously (the method is answered when polkit has, so a hung polkit
+ * delays only its caller) and non-interactively: a "challenge" answer
+ * (authentication needed) is a denial that says to use sudo. Without polkit
+ * on the bus, non-root callers are denied. Each client may hold at most
+ * BUS_HOLDS_PER_CLIENT profiles, so one client cannot take every hold.
+ *
+ * Losing the bus (a restarted dbus-daemon) is logged; the holds end with
+ * it, and placed reconnects every BUS_RECONNECT_USEC until it has its name
+ * back.
  *
  * A hold ends when its client leaves the bus: one NameOwnerChanged match,
  * installed before the name is requested, sees every unique name that goes
@@ -86,7 +98,6 @@
 #include "idle.h"
 #include "log.h"
 #include "loop.h"
-#include "pipeline.h"
 #include "wake-graph.h"
 
 #define BUS_ERROR_UNKNOWN_PROFILE "org.placed1.Error.UnknownProfile"
@@ -98,6 +109,8 @@
 #define BUS_REASON_MAX        256
 #define BUS_POLKIT_TIMEOUT_US (10 * USEC_PER_SEC)
 #define BUS_EMIT_MAX          16
+#define BUS_HOLDS_PER_CLIENT  8 /* of MANAGER_MAX_HOLDS in all */
+#define BUS_RECONNECT_USEC    (2 * USEC_PER_SEC)
 
 /*
  * Return: 1 if the caller runs as root. The bus driver vouches for the uid
@@ -115,49 +128,49 @@ static int bus_sender_is_root(sd_bus_message *msg) {
         return euid == 0;
 }
 
+/* What an authorized method does; it replies itself, or returns negative with error set. */
+typedef int (*BusAuthorizedFn)(sd_bus_message *msg, Manager *m, sd_bus_error *error);
+
+/* A method call waiting for polkit's answer. Freed with its slot. */
+typedef struct BusPolkitQuery {
+        Manager *m;
+        sd_bus_message *msg; /* the caller's method call, answered when polkit has */
+        BusAuthorizedFn then;
+        char action[64];
+} BusPolkitQuery;
+
+static void bus_polkit_query_free(void *userdata) {
+        BusPolkitQuery *q = userdata;
+        sd_bus_message_unref(q->msg);
+        free(q);
+}
+
 /*
- * Asks polkit whether the sender may do action, without interaction. The
- * subject is the sender's bus name, which polkit resolves race-free.
- * Return: 1 authorized, 0 not (error set to AccessDenied; also when polkit
- * is absent or fails: fail closed).
+ * Reads polkit's answer. Return: 1 authorized, 0 not (error set to
+ * AccessDenied; also when polkit is absent or fails: fail closed).
  */
-static int bus_polkit_check(sd_bus_message *msg, const char *action, sd_bus_error *error) {
-        sd_bus *bus = sd_bus_message_get_bus(msg);
-        sd_bus_message *call = NULL, *reply = NULL;
-        sd_bus_error perr = SD_BUS_ERROR_NULL;
-        int authorized = 0, challenge = 0;
-        const char *sender = sd_bus_message_get_sender(msg);
+static int bus_polkit_verdict(sd_bus_message *reply, const BusPolkitQuery *q, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(q->msg);
+        const sd_bus_error *perr = sd_bus_message_get_error(reply);
+        int authorized = 0, challenge = 0, r;
 
-        int r = sd_bus_message_new_method_call(
-                bus, &call, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
-                "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
-        if (r >= 0)
-                /* subject (sa{sv}), action_id, details a{ss}, flags, cancellation_id */
-                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name",
-                                          "s", sender, action, 0, UINT32_C(0), "");
-        if (r >= 0)
-                r = sd_bus_call(bus, call, BUS_POLKIT_TIMEOUT_US, &perr, &reply);
-        if (r >= 0) /* (bba{ss}): is_authorized, is_challenge, details */
-                r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
-        if (r >= 0)
-                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
-        sd_bus_message_unref(call);
-        sd_bus_message_unref(reply);
-
-        if (r < 0 && (sd_bus_error_has_name(&perr, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
-                      sd_bus_error_has_name(&perr, SD_BUS_ERROR_NAME_HAS_NO_OWNER))) {
-                sd_bus_error_free(&perr);
+        if (perr && (sd_bus_error_has_name(perr, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
+                     sd_bus_error_has_name(perr, SD_BUS_ERROR_NAME_HAS_NO_OWNER))) {
                 sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                   "Only root may do this (no polkit on this system to ask).");
                 return 0;
         }
-        if (r < 0) { /* fail closed: an unregistered action, polkit broken ... */
-                log_warning_errno(r, "polkit could not decide \"%s\" for %s: %s", action, sender,
-                                  perr.message ? perr.message : strerror(-r));
+        r = perr ? -sd_bus_message_get_errno(reply) : 0;
+        if (r >= 0) /* (bba{ss}): is_authorized, is_challenge, details */
+                r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+        if (r < 0) { /* fail closed: an unregistered action, a timeout, polkit broken ... */
+                const char *why =
+                        perr && perr->message ? perr->message : strerror(r < 0 ? -r : EIO);
+                log_warning("polkit could not decide \"%s\" for %s: %s", q->action, sender, why);
                 sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                  "polkit could not decide %s: %s", action,
-                                  perr.message ? perr.message : strerror(-r));
-                sd_bus_error_free(&perr);
+                                  "polkit could not decide %s: %s", q->action, why);
                 return 0;
         }
         if (authorized)
@@ -165,20 +178,84 @@ static int bus_polkit_check(sd_bus_message *msg, const char *action, sd_bus_erro
         sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                           challenge ? "Not authorized for %s without authentication; use sudo."
                                     : "Not authorized for %s.",
-                          action);
+                          q->action);
         return 0;
 }
 
-/* Return: 1 authorized; otherwise negative with error set (AccessDenied or a failure). */
-static int bus_authorize(sd_bus_message *msg, const char *action, sd_bus_error *error) {
+/* polkit answered (or the call timed out): run the method or deny it, and reply. */
+static int bus_on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusPolkitQuery *q = userdata;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        int r = bus_polkit_verdict(reply, q, &error);
+        if (r > 0)
+                r = q->then(q->msg, q->m, &error);
+        else
+                r = -EACCES;
+        if (r < 0) {
+                if (sd_bus_error_is_set(&error))
+                        r = sd_bus_reply_method_error(q->msg, &error);
+                else
+                        r = sd_bus_reply_method_errno(q->msg, r, NULL);
+                if (r < 0)
+                        log_debug("Cannot answer %s: %s", sd_bus_message_get_sender(q->msg),
+                                  strerror(-r));
+        }
+        sd_bus_error_free(&error);
+        return 0;
+}
+
+/*
+ * Runs then for msg if its sender may do action: at once for root, else when
+ * polkit has answered. polkit is asked asynchronously and non-interactively
+ * (a "challenge" answer is a denial that says to use sudo), so a slow or hung
+ * polkit holds up only this caller: the bus and the tick go on, and the
+ * call times out after BUS_POLKIT_TIMEOUT_US (denied). The subject is the
+ * sender's bus name, which polkit resolves race-free.
+ *
+ * Return: then's result when it ran now; 1 when the answer will come later
+ * (the method handler returns it so sd-bus sends no reply of its own);
+ * negative with error set otherwise.
+ */
+static int bus_authorize_then(sd_bus_message *msg, Manager *m, const char *action,
+                              BusAuthorizedFn then, sd_bus_error *error) {
+        sd_bus *bus = sd_bus_message_get_bus(msg);
+        sd_bus_message *call = NULL;
+        sd_bus_slot *slot = NULL;
+
         int r = bus_sender_is_root(msg);
         if (r > 0)
-                return 1;
+                return then(msg, m, error);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot tell who is asking: %m");
 
-        r = bus_polkit_check(msg, action, error);
-        return r > 0 ? 1 : -EACCES;
+        BusPolkitQuery *q = calloc(1, sizeof(*q));
+        if (!q)
+                return -ENOMEM;
+        *q = (BusPolkitQuery){ .m = m, .msg = sd_bus_message_ref(msg), .then = then };
+        snprintf(q->action, sizeof(q->action), "%s", action);
+
+        r = sd_bus_message_new_method_call(
+                bus, &call, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
+                "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        if (r >= 0)
+                /* subject (sa{sv}), action_id, details a{ss}, flags, cancellation_id */
+                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name",
+                                          "s", sd_bus_message_get_sender(msg), action, 0,
+                                          UINT32_C(0), "");
+        if (r >= 0)
+                r = sd_bus_call_async(bus, &slot, call, bus_on_polkit_reply, q,
+                                      BUS_POLKIT_TIMEOUT_US);
+        sd_bus_message_unref(call);
+        if (r < 0) {
+                bus_polkit_query_free(q);
+                return sd_bus_error_set_errnof(error, r, "Cannot ask polkit: %m");
+        }
+        /* The bus owns the pending call from now on; q dies with it. */
+        (void)sd_bus_slot_set_destroy_callback(slot, bus_polkit_query_free);
+        (void)sd_bus_slot_set_floating(slot, 1);
+        sd_bus_slot_unref(slot);
+        return 1;
 }
 
 static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error *error) {
@@ -188,14 +265,11 @@ static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error 
                                  name, m->config.n_profiles);
 }
 
-static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int set_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         const char *name;
-
-        int r = sd_bus_message_read(msg, "s", &name);
-        if (r < 0)
-                return r;
-        r = bus_authorize(msg, "org.placed1.set-profile", error);
+        int r = sd_bus_message_rewind(msg, 1);
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
 
@@ -208,15 +282,18 @@ static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        _cleanup_free_ char *err = NULL;
-
-        int r = bus_authorize(msg, "org.placed1.reload", error);
+static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        const char *name;
+        int r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
+        return bus_authorize_then(msg, userdata, "org.placed1.set-profile", set_profile_authorized,
+                                  error);
+}
 
-        r = manager_reload(m, &err);
+static int reload_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+        _cleanup_free_ char *err = NULL;
+        int r = manager_reload(m, &err);
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_CONFIG_INVALID,
                                          "%s; the running configuration is kept.",
@@ -224,19 +301,21 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_authorize_then(msg, userdata, "org.placed1.reload", reload_authorized, error);
+}
 
-        int r = bus_authorize(msg, "org.placed1.restore", error);
-        if (r < 0)
-                return r;
-
+static int restore_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
         log_notice("Restore requested by %s.", sd_bus_message_get_sender(msg));
-        r = manager_restore(m);
+        int r = manager_restore(m);
         if (r < 0)
                 return sd_bus_error_set_errnof(
                         error, r, "Restore incomplete, some values could not be written back: %m");
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_authorize_then(msg, userdata, "org.placed1.restore", restore_authorized, error);
 }
 
 /* One a(tsaudtdss(sdddd)) element; see the top of the file. */
@@ -359,7 +438,7 @@ static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
 
 static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        const WakeGraph *g = pipeline_graph(m->pipeline);
+        const WakeGraph *g = manager_graph(m);
         sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
@@ -379,7 +458,7 @@ static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
         if (!m->pipeline || !m->profile)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "placed is not running yet.");
-        int r = pipeline_snapshot(m->pipeline, m, &json);
+        int r = manager_snapshot(m, &json);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot take a snapshot: %m");
         return sd_bus_reply_method_return(msg, "s", json);
@@ -406,10 +485,10 @@ static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const I
 
 static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        const IdleSampler *s = pipeline_idle_sampler(m->pipeline);
+        const IdleSampler *s = NULL;
         sd_bus_message *reply = NULL;
         unsigned n = 0;
-        const IdleCpuStats *stats = pipeline_idle_stats(m->pipeline, &n);
+        const IdleCpuStats *stats = manager_cpu_stats(m, &s, &n);
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -428,22 +507,29 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return r;
 }
 
-static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        const char *profile, *reason;
+/* The holds owner has: each client may hold only a few, so none can take them all. */
+static unsigned bus_count_holds(const Manager *m, const char *owner) {
+        unsigned n = 0;
+        for (unsigned i = 0; i < m->n_holds; i++)
+                n += strcmp(m->holds[i].owner, owner) == 0;
+        return n;
+}
+
+static int hold_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+        const char *profile, *reason, *sender = sd_bus_message_get_sender(msg);
         uint32_t cookie;
-
-        int r = sd_bus_message_read(msg, "ss", &profile, &reason);
-        if (r < 0)
-                return r;
-        if (strlen(reason) > BUS_REASON_MAX)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The reason is longer than %d bytes.", BUS_REASON_MAX);
-        r = bus_authorize(msg, "org.placed1.hold-profile", error);
+        int r = sd_bus_message_rewind(msg, 1);
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "ss", &profile, &reason);
         if (r < 0)
                 return r;
 
-        r = manager_hold_profile(m, profile, reason, sd_bus_message_get_sender(msg), &cookie);
+        if (bus_count_holds(m, sender) >= BUS_HOLDS_PER_CLIENT)
+                return sd_bus_error_setf(error, BUS_ERROR_TOO_MANY_HOLDS,
+                                         "This client holds %d profile holds already; release "
+                                         "one first.",
+                                         BUS_HOLDS_PER_CLIENT);
+        r = manager_hold_profile(m, profile, reason, sender, &cookie);
         if (r == -ENOENT)
                 return bus_error_unknown_profile(m, profile, error);
         if (r == -E2BIG)
@@ -455,14 +541,24 @@ static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error
         return sd_bus_reply_method_return(msg, "u", cookie);
 }
 
-static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        uint32_t cookie;
+static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        const char *profile, *reason;
 
-        int r = sd_bus_message_read(msg, "u", &cookie);
+        int r = sd_bus_message_read(msg, "ss", &profile, &reason);
         if (r < 0)
                 return r;
-        r = bus_authorize(msg, "org.placed1.hold-profile", error);
+        if (strlen(reason) > BUS_REASON_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The reason is longer than %d bytes.", BUS_REASON_MAX);
+        return bus_authorize_then(msg, userdata, "org.placed1.hold-profile",
+                                  hold_profile_authorized, error);
+}
+
+static int release_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+        uint32_t cookie;
+        int r = sd_bus_message_rewind(msg, 1);
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "u", &cookie);
         if (r < 0)
                 return r;
 
@@ -477,6 +573,15 @@ static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_er
                 return sd_bus_error_set_errnof(error, r, "Cannot release hold %" PRIu32 ": %m",
                                                cookie);
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        uint32_t cookie;
+        int r = sd_bus_message_read(msg, "u", &cookie);
+        if (r < 0)
+                return r;
+        return bus_authorize_then(msg, userdata, "org.placed1.hold-profile",
+                                  release_profile_authorized, error);
 }
 
 static int property_get_active_profile(sd_bus *bus, const char *path, const char *interface,
@@ -545,7 +650,7 @@ static int property_get_energy(sd_bus *bus, const char *path, const char *interf
         EnergyEstimate estimate;
         double rapl_watts;
 
-        pipeline_energy(m->pipeline, &estimate, &rapl_watts);
+        manager_energy(m, &estimate, &rapl_watts);
         return sd_bus_message_append(
                 reply, "d", strcmp(property, "EnergyWatts") == 0 ? rapl_watts : estimate.ace);
 }
@@ -554,7 +659,22 @@ static int property_get_sampler_cost(sd_bus *bus, const char *path, const char *
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "d", pipeline_sampler_ns_per_wakeup(m->pipeline));
+        return sd_bus_message_append(reply, "d", manager_sampler_ns_per_wakeup(m));
+}
+
+static int property_get_sampler_counter(sd_bus *bus, const char *path, const char *interface,
+                                        const char *property, sd_bus_message *reply, void *userdata,
+                                        sd_bus_error *error) {
+        Manager *m = userdata;
+        const WakeGraph *g = manager_graph(m);
+        WakeGraphIngested in = {};
+        if (g)
+                wake_graph_ingested(g, &in);
+        uint64_t v = strcmp(property, "SamplerSoftirqWakeups") == 0 ? in.softirq
+                     : strcmp(property, "SamplerSkipped") == 0      ? in.skipped
+                     : strcmp(property, "SamplerLost") == 0         ? in.lost
+                                                                    : in.wakeups;
+        return sd_bus_message_append(reply, "t", v);
 }
 
 #define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
@@ -577,6 +697,10 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("EnergyEstimate", "d", property_get_energy, 0, 0),
         SD_BUS_PROPERTY("EnergyWatts", "d", property_get_energy, 0, 0),
         SD_BUS_PROPERTY("SamplerNsPerWakeup", "d", property_get_sampler_cost, 0, 0),
+        SD_BUS_PROPERTY("SamplerWakeups", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerSoftirqWakeups", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerSkipped", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerLost", "t", property_get_sampler_counter, 0, 0),
 
         SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
@@ -617,6 +741,46 @@ static int bus_on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus
         if (n > 0)
                 log_info("%s left the bus; %d profile hold(s) released.", name, n);
         return 0;
+}
+
+/* The connection dropped (sd-bus tells us so): say it once; the timer reconnects. */
+static int bus_on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        log_warning("Lost the connection to %s; reconnecting every %llu s.",
+                    m->bus_description ? m->bus_description : "D-Bus",
+                    (unsigned long long)(BUS_RECONNECT_USEC / USEC_PER_SEC));
+        /* Holders' names died with the connection: nothing would tell us they left. */
+        while (m->n_holds > 0) {
+                _cleanup_free_ char *owner = strdup(m->holds[0].owner);
+                if (!owner || manager_release_owner(m, owner) <= 0)
+                        break;
+        }
+        return 0;
+}
+
+static int bus_setup(Manager *m, const char *spec);
+
+/* Every BUS_RECONNECT_USEC while running on a bus: reconnect if it went away. */
+static void bus_on_reconnect_timer(void *userdata) {
+        Manager *m = userdata;
+        if (m->bus && sd_bus_is_open(m->bus) > 0)
+                return;
+        bus_close(m);
+        m->bus_description = mfree(m->bus_description);
+        /* bus_setup()'s errors would repeat every try: hushed unless debugging. */
+        int saved = log_get_max_level();
+        log_set_max_level(saved >= LOG_DEBUG ? saved : LOG_CRIT);
+        int r = bus_setup(m, m->opts.bus);
+        log_set_max_level(saved);
+        if (r < 0 || !m->bus) {
+                bus_close(m);
+                m->bus_description = mfree(m->bus_description);
+                log_debug("Reconnecting to D-Bus failed: %s", strerror(r < 0 ? -r : ENOTCONN));
+                return;
+        }
+        loop_attach_bus(m->loop, m->bus);
+        log_notice("Reconnected to %s; %s is served again.", m->bus_description, PLACED_BUS_NAME);
+        bus_emit_properties_changed(m, "ActiveProfile", "Holds", "Mode", NULL);
 }
 
 /* Connects as spec says. Return: 0 with *ret (NULL: no system bus, carry on), or negative errno. */
@@ -662,12 +826,12 @@ static int bus_connect(Manager *m, const char *spec, sd_bus **ret) {
         return 0;
 }
 
-int bus_open(Manager *m, const char *spec) {
+/* Connects, publishes the object and takes the name. Return: 0 (m->bus may stay NULL), or negative.
+ */
+static int bus_setup(Manager *m, const char *spec) {
         sd_bus *bus = NULL;
         int r;
 
-        if (!spec || strcmp(spec, "none") == 0)
-                return 0;
         r = bus_connect(m, spec, &bus);
         if (r < 0 || !bus)
                 return r;
@@ -684,6 +848,13 @@ int bus_open(Manager *m, const char *spec) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch clients leaving the bus: %m");
 
+        /* sd-bus synthesizes this local signal when the connection drops. */
+        r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
+                                "org.freedesktop.DBus.Local", "Disconnected", bus_on_disconnected,
+                                m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch for losing the bus: %m");
+
         r = sd_bus_request_name(bus, PLACED_BUS_NAME, 0);
         if (r == -EEXIST)
                 return log_error_errno(r,
@@ -693,6 +864,22 @@ int bus_open(Manager *m, const char *spec) {
         if (r < 0)
                 return log_error_errno(r, "Failed to request the name %s on %s: %m",
                                        PLACED_BUS_NAME, m->bus_description);
+        return 0;
+}
+
+int bus_open(Manager *m, const char *spec) {
+        if (!spec || strcmp(spec, "none") == 0)
+                return 0;
+        int r = bus_setup(m, spec);
+        if (r < 0 || !m->bus)
+                return r;
+        /* Had a bus: get it back whenever it goes away. */
+        if (m->loop) {
+                r = loop_add_timer(m->loop, BUS_RECONNECT_USEC, bus_on_reconnect_timer, m);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot watch the bus connection; a lost bus "
+                                             "stays lost: %m");
+        }
         return 0;
 }
 

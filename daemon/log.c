@@ -3,6 +3,11 @@
  * stderr logging with sd-daemon(3) priority prefixes. Under systemd stderr is
  * a stream to journald, which turns "<N>" into the entry's priority; on a
  * terminal the prefix would only be noise, so it is left out there.
+ *
+ * Messages carry outside text (comms, hold reasons, file names, journal
+ * keys). A newline in it would start a new journal entry with a priority of
+ * its choosing ("\n<0>FAKE"), so every control character of the formatted
+ * message is escaped ("\n", "\t", "\x1b") and one message is one line.
  */
 #include "log.h"
 
@@ -23,6 +28,35 @@ int log_get_max_level(void) {
         return max_level;
 }
 
+size_t log_escape(const char *s, char *buf, size_t size) {
+        size_t n = 0;
+        if (size == 0)
+                return 0;
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                char esc[5];
+                if (c == '\n')
+                        strcpy(esc, "\\n");
+                else if (c == '\t')
+                        strcpy(esc, "\\t");
+                else if (c == '\r')
+                        strcpy(esc, "\\r");
+                else if (c < 0x20 || c == 0x7f)
+                        snprintf(esc, sizeof(esc), "\\x%02x", c);
+                else {
+                        esc[0] = (char)c;
+                        esc[1] = '\0';
+                }
+                size_t len = strlen(esc);
+                if (n + len >= size)
+                        break;
+                memcpy(buf + n, esc, len);
+                n += len;
+        }
+        buf[n] = '\0';
+        return n;
+}
+
 int log_internal(int level, int error, const char *fmt, ...) {
         int saved = errno;
         int r = error > 0 ? -error : error;
@@ -40,13 +74,16 @@ int log_internal(int level, int error, const char *fmt, ...) {
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
 
+        char safe[sizeof(msg) * 4];
+        log_escape(msg, safe, sizeof(safe));
+
         static int prefix = -1;
         if (prefix < 0)
                 prefix = !isatty(STDERR_FILENO);
         if (prefix)
-                fprintf(stderr, "<%d>%s\n", level, msg);
+                fprintf(stderr, "<%d>%s\n", level, safe);
         else
-                fprintf(stderr, "%s\n", msg);
+                fprintf(stderr, "%s\n", safe);
 
         errno = saved;
         return r;

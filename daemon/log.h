@@ -7,12 +7,20 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <syslog.h>
 
 #include "macro.h"
 
 void log_set_max_level(int level);
 int log_get_max_level(void);
+
+/*
+ * log_escape() - copy s to buf (size bytes, always terminated) with every
+ * control character escaped: "\n", "\t", "\r", else "\xHH". Cut at a whole
+ * escape when buf is too small. Return: the length written.
+ */
+size_t log_escape(const char *s, char *buf, size_t size);
 
 /* Logs at level; returns -abs(error) so callers can "return log_errno(...)". */
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);

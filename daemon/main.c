@@ -298,9 +298,11 @@ static int plan(const Args *a) {
         const char *root = a->opts.sysfs_root ? a->opts.sysfs_root : s->topology;
         r = topo_load(root ? root : "/", &t);
         if (r < 0) {
+                /* root may point into s: log before freeing it. */
+                log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
+                                root ? root : "/");
                 policy_snapshot_free(s);
-                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
-                                       root ? root : "/");
+                return r;
         }
 
         r = config_load(&a->opts.paths, NULL, NULL, &c);

@@ -42,6 +42,42 @@ const char *manager_mode_to_string(ManagerMode mode) {
         return mode == MANAGER_ADVISE ? "advise" : "enforce";
 }
 
+/* What the pipeline works with this tick. */
+static PipelineEnv manager_pipeline_env(const Manager *m) {
+        return (PipelineEnv){
+                .topo = m->topo,
+                .config = &m->config,
+                .profile = m->profile,
+                .journal = m->journal,
+                .advise = m->mode == MANAGER_ADVISE,
+                .procfs_root = m->opts.procfs_root,
+                .sysfs_root = m->opts.sysfs_root,
+        };
+}
+
+static void manager_on_proc_events(void *userdata) {
+        Manager *m = userdata;
+        int fd = pipeline_proc_events_fd(m->pipeline);
+        if (pipeline_dispatch_proc_events(m->pipeline) < 0) {
+                (void)loop_remove_fd(m->loop, fd); /* unwatched before it is closed */
+                pipeline_close_proc_events(m->pipeline);
+        }
+}
+
+static void manager_watch_proc_events(Manager *m) {
+        int fd = pipeline_proc_events_fd(m->pipeline);
+        if (fd >= 0 && loop_add_fd(m->loop, fd, manager_on_proc_events, m) < 0) {
+                log_warning("Cannot watch the proc connector: exits are noticed on the tick.");
+                pipeline_close_proc_events(m->pipeline);
+        }
+}
+
+static void manager_unwatch_proc_events(Manager *m) {
+        int fd = m->pipeline ? pipeline_proc_events_fd(m->pipeline) : -1;
+        if (fd >= 0 && m->loop)
+                (void)loop_remove_fd(m->loop, fd);
+}
+
 int manager_new(const ManagerOptions *opts, Manager **ret) {
         Manager *m = calloc(1, sizeof(*m));
         if (!m)
@@ -65,6 +101,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         bus_close(m);
+        manager_unwatch_proc_events(m);
         m->pipeline = pipeline_free(m->pipeline);
         m->loop = loop_free(m->loop);
         m->journal = journal_free(m->journal);
@@ -150,15 +187,9 @@ static int manager_open_journal(Manager *m) {
         const char *dir = m->opts.journal_dir ? m->opts.journal_dir : m->config.journal_dir;
         m->journal_dir = dir;
 
-        int r = journal_lock(dir, &m->journal_lock_fd);
-        if (r == -EWOULDBLOCK)
-                return log_error_errno(r, "Another placed holds the undo journal in \"%s\".", dir);
+        int r = restore_open_journal(dir, &m->journal_lock_fd, &m->journal);
         if (r < 0)
-                return log_error_errno(r, "Failed to lock the undo journal in \"%s\": %m", dir);
-
-        r = journal_open(dir, &m->journal);
-        if (r < 0)
-                return log_error_errno(r, "Failed to open the undo journal in \"%s\": %m", dir);
+                return r;
         return manager_restore_leftovers(m);
 }
 
@@ -194,6 +225,7 @@ int manager_start(Manager *m) {
         if (!config_find_profile(&m->config, name))
                 return log_error_errno(ENOENT, "Unknown profile \"%s\".", name);
         snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        m->profile_chosen = m->opts.profile != NULL;
         (void)manager_update_profile(m);
 
         m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
@@ -215,9 +247,12 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
 
-        r = pipeline_new(m, &m->pipeline);
+        PipelineEnv env = manager_pipeline_env(m);
+        r = pipeline_new(&env, &m->pipeline);
         if (r < 0)
                 return r;
+        m->wake_source = pipeline_wake_source(m->pipeline);
+        manager_watch_proc_events(m);
 
         r = bus_open(m, m->opts.bus);
         if (r < 0)
@@ -247,10 +282,26 @@ void manager_exit(Manager *m) {
         loop_exit(m->loop);
 }
 
+/* Takes what a tick produced: the groups it saw, and signals on changes. */
+static void manager_publish(Manager *m, TickResult *res) {
+        unsigned old_n = m->n_groups;
+        group_array_free(m->groups, m->n_groups);
+        m->groups = TAKE_PTR(res->groups);
+        m->n_groups = res->n_groups;
+        if (res->placement_changes > 0) {
+                m->n_placement_changes += res->placement_changes;
+                bus_emit_placement_changed(m);
+        } else if (m->n_groups != old_n)
+                bus_emit_properties_changed(m, "Groups", NULL);
+}
+
 void manager_tick(Manager *m) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
+        PipelineEnv env = manager_pipeline_env(m);
+        TickResult res;
 
-        pipeline_tick(m->pipeline, m, start * NSEC_PER_USEC);
+        if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, &res) >= 0)
+                manager_publish(m, &res);
 
         m->n_ticks++;
         m->last_tick_usec = start;
@@ -285,6 +336,11 @@ int manager_reload(Manager *m, char **err) {
                 log_warning("Profile \"%s\" is gone after the reload; using \"%s\".",
                             m->selected_profile, m->config.profile);
                 snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
+        } else if (!m->profile_chosen && strcmp(m->selected_profile, m->config.profile) != 0) {
+                /* Nobody chose the running one: the configured default is the choice. */
+                log_info("The configured default profile is now \"%s\" (was \"%s\").",
+                         m->config.profile, m->selected_profile);
+                snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
         }
         (void)manager_update_profile(m);
 
@@ -304,6 +360,7 @@ int manager_set_profile(Manager *m, const char *name) {
         if (!config_find_profile(&m->config, name))
                 return -ENOENT;
         snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
+        m->profile_chosen = true;
         return manager_update_profile(m);
 }
 
@@ -407,6 +464,40 @@ const Group *manager_find_group(const Manager *m, pid_t tid) {
                         if (m->groups[i].tasks[j].tid == tid)
                                 return &m->groups[i];
         return NULL;
+}
+
+int manager_snapshot(const Manager *m, char **ret) {
+        unsigned n_loads = 0;
+        const Plan *plan = pipeline_plan(m->pipeline);
+        PolicySnapshot s = {
+                .topology = (char *)m->opts.sysfs_root,
+                .now_ns = plan ? plan->now_ns : 0,
+                .groups = m->groups,
+                .n_groups = m->n_groups,
+                .loads = (CpuLoad *)pipeline_loads(m->pipeline, &n_loads),
+                .n_loads = n_loads,
+                .prev = (Plan *)plan,
+        };
+        snprintf(s.profile, sizeof(s.profile), "%s", m->profile->name);
+        return policy_snapshot_to_json(&s, ret);
+}
+
+const WakeGraph *manager_graph(const Manager *m) {
+        return pipeline_graph(m->pipeline);
+}
+
+const IdleCpuStats *manager_cpu_stats(const Manager *m, const IdleSampler **ret_sampler,
+                                      unsigned *ret_n) {
+        *ret_sampler = pipeline_idle_sampler(m->pipeline);
+        return pipeline_idle_stats(m->pipeline, ret_n);
+}
+
+void manager_energy(const Manager *m, EnergyEstimate *ret_estimate, double *ret_rapl_watts) {
+        pipeline_energy(m->pipeline, ret_estimate, ret_rapl_watts);
+}
+
+double manager_sampler_ns_per_wakeup(const Manager *m) {
+        return pipeline_sampler_ns_per_wakeup(m->pipeline);
 }
 
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id) {

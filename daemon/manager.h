@@ -12,9 +12,12 @@
 #include <systemd/sd-bus.h>
 
 #include "config.h"
+#include "energy.h"
 #include "group.h"
+#include "idle.h"
 #include "policy.h"
 #include "topology.h"
+#include "wake-graph.h"
 
 typedef struct Loop Loop;
 typedef struct Journal Journal;
@@ -48,7 +51,8 @@ typedef struct Manager {
         ManagerOptions opts;
         Config config;
         char selected_profile[PROFILE_NAME_MAX]; /* chosen by --profile/config/SetProfile */
-        const Profile *profile;                  /* active: the newest hold's, else selected */
+        bool profile_chosen;    /* by a person (--profile, SetProfile): a reload keeps it */
+        const Profile *profile; /* active: the newest hold's, else selected */
         ManagerMode mode;
         unsigned interval_ms;
 
@@ -130,6 +134,20 @@ int manager_restore(Manager *m);
 const char *manager_mode_to_string(ManagerMode mode);
 
 /* The group holding tid, or NULL. */
+/*
+ * What the bus reads, all of it from the last tick: the policy's input as
+ * JSON (manager_snapshot(), the snapshot format of policy.h; Return: 0 and
+ * *ret malloc'd, or -ENOMEM), the live wake graph, per-CPU figures (with
+ * the idle sampler for state names; NULL without cpuidle), the energy
+ * estimate (*ret_rapl_watts -1 without RAPL), the sampler's cost.
+ */
+int manager_snapshot(const Manager *m, char **ret);
+const WakeGraph *manager_graph(const Manager *m);
+const IdleCpuStats *manager_cpu_stats(const Manager *m, const IdleSampler **ret_sampler,
+                                      unsigned *ret_n);
+void manager_energy(const Manager *m, EnergyEstimate *ret_estimate, double *ret_rapl_watts);
+double manager_sampler_ns_per_wakeup(const Manager *m);
+
 /* Return: the last tick's decision for group id (placement, reason, trial), or NULL. */
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id);
 const Group *manager_find_group(const Manager *m, pid_t tid);

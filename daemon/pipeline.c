@@ -10,7 +10,9 @@
  *     pipeline_apply();    affinity per task, slice cpusets, idle caps; every
  *                          change journaled first by its actuator; in advise
  *                          mode the actuators only report
- *     pipeline_publish();  groups and counters to the manager (D-Bus, status)
+ *
+ * and returns what it produced (TickResult) to the manager, which publishes
+ * it (D-Bus, status): the pipeline knows neither the manager nor the bus.
  *
  * Errors from actuators are sorted like irqbalance does: transient ones (a
  * task that exited, a busy file) are retried next tick without noise;
@@ -30,7 +32,6 @@
 #include "act-cpuset.h"
 #include "act-idle.h"
 #include "act-slice.h"
-#include "bus.h"
 #include "cpustat.h"
 #include "energy.h"
 #include "exclude.h"
@@ -38,7 +39,6 @@
 #include "journal.h"
 #include "kernel-features.h"
 #include "log.h"
-#include "loop.h"
 #include "policy.h"
 #include "proc-events.h"
 #include "task-stats.h"
@@ -46,7 +46,9 @@
 #include "wake-source.h"
 
 struct Pipeline {
-        ManagerMode mode; /* the actuators' mode: rebuilt when the manager's changes */
+        bool advise;             /* the actuators' mode: rebuilt when the caller's changes */
+        const char *procfs_root; /* the caller's, living as long as the pipeline */
+        const char *wake_source; /* name of the open wake source, "none" */
 
         WakeSource *source; /* NULL: no sampler could be opened */
         WakeBatch batch;
@@ -56,7 +58,8 @@ struct Pipeline {
 
         CpuStat *cpustat;
         IdleSampler *idle;
-        CpuLoad *loads;           /* indexed by CPU, topo->n_cpus entries */
+        CpuLoad *loads; /* indexed by CPU, n_loads (topo->n_cpus) entries */
+        unsigned n_loads;
         IdleCpuStats *idle_stats; /* indexed by CPU: idle_sampler_n_cpus(), else n_cpus entries */
         unsigned n_idle_stats;
         uint64_t last_cpus_ns; /* when the per-CPU figures were last sampled */
@@ -78,48 +81,47 @@ struct Pipeline {
         pid_t *managed_tgids; /* their processes, for fork events (owned) */
         unsigned n_managed_tgids;
 
-        Manager *manager;   /* the owner, for the proc connector's callback */
         ProcEvents *procev; /* NULL: exits are noticed on the tick only */
         uint64_t n_adopted; /* children that inherited a mask placed set */
         U64Map *last_cpu;   /* tid -> the CPU it was on at this tick's sample */
 };
 
-static int pipeline_open_actuators(Pipeline *p, Manager *m) {
-        bool dry = m->mode == MANAGER_ADVISE;
+static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
+        bool dry = env->advise;
         _cleanup_free_ char *cgroup = NULL;
         int r;
 
         /* The cpuset a task's /proc/TID/cpuset path is relative to. */
-        if (act_cpuset_find_mount(m->opts.procfs_root, CGROUP_VERSION_1, &cgroup) < 0)
-                (void)act_cpuset_find_mount(m->opts.procfs_root, CGROUP_VERSION_2, &cgroup);
+        if (act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_1, &cgroup) < 0)
+                (void)act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_2, &cgroup);
 
         ActAffinityOptions ao = {
-                .procfs_root = m->opts.procfs_root,
+                .procfs_root = env->procfs_root,
                 .cgroup_root = cgroup,
-                .online = m->topo->online,
+                .online = env->topo->online,
                 .dry_run = dry,
-                .journal = m->journal,
+                .journal = env->journal,
         };
         r = act_affinity_new(&ao, &p->affinity);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the affinity actuator: %m");
 
-        r = act_idle_new(m->opts.sysfs_root, m->journal, dry, &p->act_idle);
+        r = act_idle_new(env->sysfs_root, env->journal, dry, &p->act_idle);
         if (r < 0)
                 log_warning_errno(r, "No idle-state constraints: %m");
 
-        if (sd_booted() > 0 && strcmp(m->opts.sysfs_root, "/") == 0) {
+        if (sd_booted() > 0 && strcmp(env->sysfs_root, "/") == 0) {
                 r = sd_bus_open_system(&p->systemd);
                 if (r < 0)
                         log_warning_errno(r, "Cannot reach systemd, slices stay unconfined: %m");
         } else if (cgroup) {
                 ActCpusetOptions co = { .cgroup_root = cgroup,
                                         .dry_run = dry,
-                                        .journal = m->journal };
+                                        .journal = env->journal };
                 if (act_cpuset_new(&co, &p->cpuset) < 0)
                         log_debug("No cpuset files under \"%s\": slices stay unconfined.", cgroup);
         }
-        p->mode = m->mode;
+        p->advise = env->advise;
         return 0;
 }
 
@@ -153,23 +155,24 @@ static unsigned pipeline_probe_kernel(void) {
         return have;
 }
 
-static void pipeline_open_source(Pipeline *p, Manager *m) {
-        WakeSourceOptions o = { .ignore_tgid = getpid(), .sample_period = m->config.sample_period };
+static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
+        WakeSourceOptions o = { .ignore_tgid = getpid(),
+                                .sample_period = env->config->sample_period };
         _cleanup_free_ char *reason = NULL;
 
         o.kernel_features = pipeline_probe_kernel();
-        if (m->config.wake_source == WAKE_SOURCE_NONE) {
+        if (env->config->wake_source == WAKE_SOURCE_NONE) {
                 log_info("Wake sampling is off (wake_source = none).");
                 return;
         }
-        int r = wake_source_open(m->config.wake_source, &o, &p->source, &reason);
+        int r = wake_source_open(env->config->wake_source, &o, &p->source, &reason);
         if (r < 0) {
                 log_warning_errno(r, "No wake sampler, groups cannot be formed: %s (%m)",
                                   reason ? reason : "open failed");
                 return;
         }
         log_info("Wake sampler: %s.", reason ? reason : wake_source_name(p->source));
-        m->wake_source = wake_source_name(p->source);
+        p->wake_source = wake_source_name(p->source);
 }
 
 static bool tgid_managed(const Pipeline *p, pid_t tgid) {
@@ -191,7 +194,7 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         TaskId *grown;
 
         if (!p->affinity || !tgid_managed(p, tgid) ||
-            task_stats_read(p->manager->opts.procfs_root, ev->tgid, ev->pid, &ts) < 0)
+            task_stats_read(p->procfs_root, ev->tgid, ev->pid, &ts) < 0)
                 return;
         for (unsigned i = 0; i < p->n_managed; i++) {
                 WakeGraphTask t;
@@ -223,36 +226,30 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         return 0;
 }
 
-static void pipeline_close_proc_events(Pipeline *p) {
-        if (!p->procev)
-                return;
-        (void)loop_remove_fd(p->manager->loop, proc_events_fd(p->procev));
+void pipeline_close_proc_events(Pipeline *p) {
         p->procev = proc_events_free(p->procev);
 }
 
-static void pipeline_on_proc_readable(void *userdata) {
-        Pipeline *p = userdata;
+int pipeline_proc_events_fd(const Pipeline *p) {
+        return p->procev ? proc_events_fd(p->procev) : -1;
+}
+
+int pipeline_dispatch_proc_events(Pipeline *p) {
         int r = proc_events_dispatch(p->procev);
         if (r == PROC_EVENTS_LOST)
                 log_debug("Proc connector lost events; the tick's scan catches up.");
         else if (r < 0) {
                 /* Stay correct without it: the tick notices exits by reading /proc. */
                 log_warning_errno(r, "Proc connector failed, noticing exits on the tick only: %m");
-                pipeline_close_proc_events(p);
+                return r;
         }
+        return 0;
 }
 
-static void pipeline_open_proc_events(Pipeline *p, Manager *m) {
+static void pipeline_open_proc_events(Pipeline *p) {
         int r = proc_events_new(pipeline_on_proc_event, p, &p->procev);
-        if (r < 0) {
+        if (r < 0)
                 log_info("No proc connector (%s): exits are noticed on the tick.", strerror(-r));
-                return;
-        }
-        r = loop_add_fd(m->loop, proc_events_fd(p->procev), pipeline_on_proc_readable, p);
-        if (r < 0) {
-                log_warning_errno(r, "Cannot watch the proc connector: %m");
-                p->procev = proc_events_free(p->procev);
-        }
 }
 
 static bool pipeline_has_states(const Pipeline *p) {
@@ -262,13 +259,14 @@ static bool pipeline_has_states(const Pipeline *p) {
         return false;
 }
 
-int pipeline_new(Manager *m, Pipeline **ret) {
+int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
         Pipeline *p = calloc(1, sizeof(*p));
         int r;
 
         if (!p)
                 return log_error_errno(ENOMEM, "Out of memory.");
-        p->loads = calloc(m->topo->n_cpus, sizeof(*p->loads));
+        p->loads = calloc(env->topo->n_cpus, sizeof(*p->loads));
+        p->n_loads = env->topo->n_cpus;
         if (!p->loads) {
                 free(p);
                 return log_error_errno(ENOMEM, "Out of memory.");
@@ -278,30 +276,31 @@ int pipeline_new(Manager *m, Pipeline **ret) {
         if (r >= 0)
                 r = u64map_new(&p->last_cpu);
         if (r >= 0)
-                r = cpustat_new(m->opts.procfs_root, &p->cpustat);
+                r = cpustat_new(env->procfs_root, &p->cpustat);
         if (r < 0) {
                 pipeline_free(p);
                 return log_error_errno(r, "Failed to set up the model: %m");
         }
-        if (idle_sampler_new(m->opts.sysfs_root, NULL, &p->idle) >= 0 && !pipeline_has_states(p))
+        if (idle_sampler_new(env->sysfs_root, NULL, &p->idle) >= 0 && !pipeline_has_states(p))
                 p->idle = idle_sampler_free(p->idle); /* no driver: plain HLT */
         if (!p->idle)
                 log_info("No cpuidle states under \"%s\": per-CPU figures are busy time and "
                          "interrupts.",
-                         m->opts.sysfs_root);
-        p->n_idle_stats = p->idle ? idle_sampler_n_cpus(p->idle) : m->topo->n_cpus;
+                         env->sysfs_root);
+        p->n_idle_stats = p->idle ? idle_sampler_n_cpus(p->idle) : env->topo->n_cpus;
         p->idle_stats = calloc(p->n_idle_stats, sizeof(*p->idle_stats));
         energy_model_init(&p->energy_model);
-        (void)energy_rapl_open(m->opts.sysfs_root, &p->rapl);
+        (void)energy_rapl_open(env->sysfs_root, &p->rapl);
 
-        r = pipeline_open_actuators(p, m);
+        p->procfs_root = env->procfs_root;
+        p->wake_source = "none";
+        r = pipeline_open_actuators(p, env);
         if (r < 0) {
                 pipeline_free(p);
                 return r;
         }
-        p->manager = m;
-        pipeline_open_source(p, m);
-        pipeline_open_proc_events(p, m);
+        pipeline_open_source(p, env);
+        pipeline_open_proc_events(p);
         *ret = p;
         return 0;
 }
@@ -327,7 +326,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         return NULL;
 }
 
-static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
+static void pipeline_sample_tasks(Pipeline *p) {
         _cleanup_free_ TaskId *ids = NULL;
         size_t n = 0;
 
@@ -338,7 +337,7 @@ static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
                 WakeGraphTask t;
                 TaskStats ts;
                 pid_t tgid = wake_graph_get_task(p->graph, ids[i].tid, 0, &t) > 0 ? t.tgid : 0;
-                int r = task_stats_read(m->opts.procfs_root, tgid, ids[i].tid, &ts);
+                int r = task_stats_read(p->procfs_root, tgid, ids[i].tid, &ts);
                 if (r < 0) {
                         /* Gone (or unreadable): forget it now rather than in ten seconds. */
                         wake_graph_task_exit(p->graph, ids[i].tid);
@@ -351,9 +350,9 @@ static void pipeline_sample_tasks(Pipeline *p, Manager *m) {
         }
 }
 
-static void pipeline_sample_cpus(Pipeline *p, Manager *m, uint64_t now_ns) {
+static void pipeline_sample_cpus(Pipeline *p, const Topology *topo, uint64_t now_ns) {
         if (cpustat_refresh(p->cpustat) >= 0)
-                for (unsigned cpu = 0; cpu < m->topo->n_cpus; cpu++) {
+                for (unsigned cpu = 0; cpu < topo->n_cpus; cpu++) {
                         const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
                         p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
                 }
@@ -379,7 +378,7 @@ static void pipeline_sample_cpus(Pipeline *p, Manager *m, uint64_t now_ns) {
                 (void)energy_rapl_refresh(p->rapl, now_ns / NSEC_PER_USEC, &p->rapl_watts);
 }
 
-static void pipeline_sample(Pipeline *p, Manager *m, uint64_t now_ns) {
+static void pipeline_sample(Pipeline *p, const PipelineEnv *env, uint64_t now_ns) {
         if (p->source) {
                 int r = wake_source_read(p->source, now_ns, &p->batch);
                 if (r < 0)
@@ -393,8 +392,8 @@ static void pipeline_sample(Pipeline *p, Manager *m, uint64_t now_ns) {
                 if (wake_source_get_cost(p->source, &c) > 0)
                         p->cost = c;
         }
-        pipeline_sample_tasks(p, m);
-        pipeline_sample_cpus(p, m, now_ns);
+        pipeline_sample_tasks(p);
+        pipeline_sample_cpus(p, env->topo, now_ns);
 }
 
 /* Where each group's tasks may run now, and where they ran during the tick. */
@@ -411,7 +410,7 @@ static void pipeline_fill_group_cpus(const Pipeline *p, Group *g) {
         }
 }
 
-static int pipeline_model(Pipeline *p, Manager *m, uint64_t now_ns, Group **ret, unsigned *ret_n) {
+static int pipeline_model(Pipeline *p, uint64_t now_ns, Group **ret, unsigned *ret_n) {
         Group *groups = NULL;
         unsigned n = 0;
         int r = wake_graph_update(p->graph, now_ns, &groups, &n);
@@ -424,35 +423,34 @@ static int pipeline_model(Pipeline *p, Manager *m, uint64_t now_ns, Group **ret,
         return 0;
 }
 
-static int pipeline_decide(Pipeline *p, Manager *m, const Group *groups, unsigned n,
+static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups, unsigned n,
                            uint64_t now_ns, Plan **ret) {
         /* A new profile decides everything afresh: no dwell carried over. */
-        const Plan *prev = strcmp(p->plan_profile, m->profile->name) == 0 ? p->plan : NULL;
+        const Plan *prev = strcmp(p->plan_profile, env->profile->name) == 0 ? p->plan : NULL;
         PolicyInput in = {
-                .topo = m->topo,
+                .topo = env->topo,
                 .groups = groups,
                 .n_groups = n,
                 .loads = p->loads,
-                .n_loads = m->topo->n_cpus,
-                .profile = m->profile,
+                .n_loads = env->topo->n_cpus,
+                .profile = env->profile,
                 .prev = prev,
                 .now_ns = now_ns,
-                .advise = m->mode == MANAGER_ADVISE,
+                .advise = env->advise,
         };
         return policy_decide(&in, ret);
 }
 
-static bool pipeline_excluded(Pipeline *p, Manager *m, pid_t tid) {
+static bool pipeline_excluded(Pipeline *p, const PipelineEnv *env, pid_t tid) {
         WakeGraphTask t;
         char cgroup[1024];
 
-        if (m->config.n_exclude_comm + m->config.n_exclude_cgroup == 0)
+        if (env->config->n_exclude_comm + env->config->n_exclude_cgroup == 0)
                 return false;
         if (wake_graph_get_task(p->graph, tid, 0, &t) <= 0)
                 return true; /* unknown now: leave it alone */
-        bool have_cgroup =
-                exclude_read_cgroup(m->opts.procfs_root, tid, cgroup, sizeof(cgroup)) >= 0;
-        return exclude_match(&m->config, t.comm, have_cgroup ? cgroup : NULL);
+        bool have_cgroup = exclude_read_cgroup(env->procfs_root, tid, cgroup, sizeof(cgroup)) >= 0;
+        return exclude_match(env->config, t.comm, have_cgroup ? cgroup : NULL);
 }
 
 static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
@@ -463,14 +461,14 @@ static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
 }
 
 /* Applies one managed group's mask to its tasks; appends the ones placed manages. */
-static void pipeline_apply_group(Pipeline *p, Manager *m, const Group *g, const PlanGroup *pg,
-                                 TaskId *managed, unsigned *n_managed) {
+static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Group *g,
+                                 const PlanGroup *pg, TaskId *managed, unsigned *n_managed) {
         for (unsigned i = 0; i < g->n_tasks; i++) {
                 const TaskId *id = &g->tasks[i];
                 AffinityResult res;
                 CpuSet applied;
 
-                if (pipeline_excluded(p, m, id->tid))
+                if (pipeline_excluded(p, env, id->tid))
                         continue;
                 int r = act_affinity_apply(p->affinity, id, &pg->cpus, &res, &applied);
                 if (r < 0) {
@@ -502,17 +500,16 @@ static void pipeline_index_tgids(Pipeline *p) {
         }
 }
 
-static void pipeline_apply_slices(Pipeline *p, Manager *m, const Plan *plan) {
+static void pipeline_apply_slices(Pipeline *p, const PipelineEnv *env, const Plan *plan) {
         for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
                 const char *name = plan_slice_to_string(s);
                 const CpuSet *cpus = &plan->slice_cpus[s];
                 int r = 0;
 
                 if (p->systemd && !cpuset_is_empty(cpus))
-                        r = act_slice_apply(p->systemd, m->journal, name, cpus,
-                                            m->mode == MANAGER_ADVISE);
+                        r = act_slice_apply(p->systemd, env->journal, name, cpus, env->advise);
                 else if (p->systemd)
-                        r = act_slice_release(p->systemd, m->journal, name);
+                        r = act_slice_release(p->systemd, env->journal, name);
                 else if (p->cpuset && !cpuset_is_empty(cpus))
                         r = act_cpuset_apply(p->cpuset, name, cpus, NULL, NULL);
                 else if (p->cpuset)
@@ -522,7 +519,7 @@ static void pipeline_apply_slices(Pipeline *p, Manager *m, const Plan *plan) {
         }
 }
 
-static void pipeline_apply_idle(Pipeline *p, Manager *m, const Plan *plan) {
+static void pipeline_apply_idle(Pipeline *p, const Plan *plan) {
         if (!p->act_idle || !plan->idle_max_exit_latency_us)
                 return;
         int64_t *caps = calloc(plan->n_cpus, sizeof(*caps));
@@ -538,7 +535,7 @@ static void pipeline_apply_idle(Pipeline *p, Manager *m, const Plan *plan) {
         free(caps);
 }
 
-static void pipeline_apply(Pipeline *p, Manager *m, const Group *groups, unsigned n,
+static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *groups, unsigned n,
                            const Plan *plan) {
         unsigned total = 0, n_managed = 0;
         for (unsigned i = 0; i < n; i++)
@@ -550,7 +547,7 @@ static void pipeline_apply(Pipeline *p, Manager *m, const Group *groups, unsigne
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg && pg->managed)
-                        pipeline_apply_group(p, m, &groups[i], pg, managed, &n_managed);
+                        pipeline_apply_group(p, env, &groups[i], pg, managed, &n_managed);
         }
         /* Tasks placed managed last tick but not now go back to the kernel. */
         for (unsigned i = 0; i < p->n_managed; i++)
@@ -561,14 +558,13 @@ static void pipeline_apply(Pipeline *p, Manager *m, const Group *groups, unsigne
         p->n_managed = n_managed;
         pipeline_index_tgids(p);
 
-        pipeline_apply_slices(p, m, plan);
-        pipeline_apply_idle(p, m, plan);
+        pipeline_apply_slices(p, env, plan);
+        pipeline_apply_idle(p, plan);
 }
 
 /* Logs each group whose placement changed since the last plan. Return: how many. */
-static unsigned pipeline_log_changes(Pipeline *p, Manager *m, const Group *groups, unsigned n,
+static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *groups, unsigned n,
                                      const Plan *plan) {
-        bool advise = m->mode == MANAGER_ADVISE;
         unsigned changes = 0;
 
         for (unsigned i = 0; i < n; i++) {
@@ -617,58 +613,48 @@ static unsigned pipeline_log_changes(Pipeline *p, Manager *m, const Group *group
         return changes;
 }
 
-static void pipeline_publish(Pipeline *p, Manager *m, Group *groups, unsigned n, Plan *plan,
-                             unsigned changes) {
-        unsigned old_n = m->n_groups;
-
+/* Keeps the plan for the next tick, and gives each placed group the CPUs it got. */
+static void pipeline_result(Pipeline *p, const PipelineEnv *env, Group *groups, unsigned n,
+                            Plan *plan, unsigned changes, TickResult *ret) {
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg && pg->managed)
                         groups[i].cpus = pg->cpus;
         }
-        group_array_free(m->groups, m->n_groups);
-        m->groups = groups;
-        m->n_groups = n;
-
         plan_free(p->plan);
         p->plan = plan;
-        snprintf(p->plan_profile, sizeof(p->plan_profile), "%s", m->profile->name);
-
-        if (changes > 0) {
-                m->n_placement_changes += changes;
-                bus_emit_placement_changed(m);
-        } else if (n != old_n)
-                bus_emit_properties_changed(m, "Groups", NULL);
+        snprintf(p->plan_profile, sizeof(p->plan_profile), "%s", env->profile->name);
+        *ret = (TickResult){ .groups = groups, .n_groups = n, .placement_changes = changes };
 }
 
-void pipeline_tick(Pipeline *p, Manager *m, uint64_t now_ns) {
+int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResult *ret) {
         Group *groups = NULL;
         unsigned n = 0;
         Plan *plan = NULL;
         int r;
 
-        if (p->mode != m->mode) { /* Restore() switched to advise: actuators only report now */
+        *ret = (TickResult){ 0 };
+        if (p->advise != env->advise) { /* Restore() switched to advise: actuators only report */
                 pipeline_close_actuators(p);
                 pipeline_forget_applied(p);
-                if (pipeline_open_actuators(p, m) < 0)
-                        return;
+                r = pipeline_open_actuators(p, env);
+                if (r < 0)
+                        return r;
         }
 
-        pipeline_sample(p, m, now_ns);
-        r = pipeline_model(p, m, now_ns, &groups, &n);
+        pipeline_sample(p, env, now_ns);
+        r = pipeline_model(p, now_ns, &groups, &n);
+        if (r < 0)
+                return log_warning_errno(r, "Updating the wake graph failed: %m");
+        r = pipeline_decide(p, env, groups, n, now_ns, &plan);
         if (r < 0) {
-                log_warning_errno(r, "Updating the wake graph failed: %m");
-                return;
-        }
-        r = pipeline_decide(p, m, groups, n, now_ns, &plan);
-        if (r < 0) {
-                log_warning_errno(r, "Placement decision failed: %m");
                 group_array_free(groups, n);
-                return;
+                return log_warning_errno(r, "Placement decision failed: %m");
         }
-        unsigned changes = pipeline_log_changes(p, m, groups, n, plan);
-        pipeline_apply(p, m, groups, n, plan);
-        pipeline_publish(p, m, groups, n, plan, changes);
+        unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
+        pipeline_apply(p, env, groups, n, plan);
+        pipeline_result(p, env, groups, n, plan, changes, ret);
+        return 0;
 }
 
 void pipeline_forget_applied(Pipeline *p) {
@@ -680,6 +666,15 @@ void pipeline_forget_applied(Pipeline *p) {
 
 const Plan *pipeline_plan(const Pipeline *p) {
         return p ? p->plan : NULL;
+}
+
+const CpuLoad *pipeline_loads(const Pipeline *p, unsigned *ret_n) {
+        *ret_n = p ? p->n_loads : 0;
+        return p ? p->loads : NULL;
+}
+
+const char *pipeline_wake_source(const Pipeline *p) {
+        return p ? p->wake_source : "none";
 }
 
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p) {
@@ -702,18 +697,4 @@ void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *re
 
 const WakeGraph *pipeline_graph(const Pipeline *p) {
         return p ? p->graph : NULL;
-}
-
-int pipeline_snapshot(const Pipeline *p, const Manager *m, char **ret) {
-        PolicySnapshot s = {
-                .topology = (char *)m->opts.sysfs_root,
-                .now_ns = p->plan ? p->plan->now_ns : 0,
-                .groups = m->groups,
-                .n_groups = m->n_groups,
-                .loads = p->loads,
-                .n_loads = m->topo->n_cpus,
-                .prev = p->plan,
-        };
-        snprintf(s.profile, sizeof(s.profile), "%s", m->profile->name);
-        return policy_snapshot_to_json(&s, ret);
 }

@@ -1,19 +1,45 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The tick's pipeline: sample -> model -> decide -> diff/apply -> publish,
- * over the lib/ modules (wake source and graph, policy, actuators). The
- * manager owns a Pipeline and calls pipeline_tick() once a tick.
+ * The tick's pipeline: sample -> model -> decide -> diff -> apply, over the
+ * lib/ modules (wake source and graph, policy, actuators). It knows neither
+ * the manager nor the bus: the manager owns a Pipeline, hands it what it
+ * works with (PipelineEnv) and calls pipeline_tick() once a tick, which
+ * returns what the tick produced (TickResult); the manager publishes it.
+ * Data flows one way.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "energy.h"
+#include "group.h"
 #include "idle.h"
-#include "manager.h"
+#include "journal.h"
+#include "policy.h"
+#include "topology.h"
 #include "wake-graph.h"
 
 typedef struct Pipeline Pipeline;
+
+/* What the pipeline works with, owned by the caller; read at each call. */
+typedef struct PipelineEnv {
+        const Topology *topo;
+        const Config *config;
+        const Profile *profile; /* the profile in force */
+        Journal *journal;       /* where actuators journal first */
+        bool advise;            /* dry run: compute and report, change nothing */
+        const char *procfs_root;
+        const char *sysfs_root;
+} PipelineEnv;
+
+/* What one tick produced. groups are the caller's to free (group_array_free()). */
+typedef struct TickResult {
+        Group *groups; /* with their allowed CPUs as placed this tick */
+        unsigned n_groups;
+        unsigned placement_changes; /* groups placed, moved or handed back */
+} TickResult;
 
 /*
  * pipeline_new() - open the wake source (BPF, else perf, as configured), the
@@ -21,23 +47,44 @@ typedef struct Pipeline Pipeline;
  * and leaves placed publishing an empty model ("none"), not failing.
  * Return: 0 or negative errno (logged).
  */
-int pipeline_new(Manager *m, Pipeline **ret);
+int pipeline_new(const PipelineEnv *env, Pipeline **ret);
 Pipeline *pipeline_free(Pipeline *p);
 
-/* One pass. now_ns: CLOCK_MONOTONIC. */
-void pipeline_tick(Pipeline *p, Manager *m, uint64_t now_ns);
+/*
+ * pipeline_tick() - one pass: sample, model, decide, diff, apply. now_ns:
+ * CLOCK_MONOTONIC. Return: 0 and *ret, or negative errno (logged; nothing
+ * was applied and *ret is empty).
+ */
+int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResult *ret);
 
 /* Hand every task back to the kernel and lift every constraint (restore):
  * the journal restore does the writing; this forgets the applied state. */
 void pipeline_forget_applied(Pipeline *p);
 
+/*
+ * The process lifecycle source (the proc connector): an fd to watch, -1
+ * without one; pipeline_dispatch_proc_events() when it is readable, which
+ * returns negative errno (logged) when the connector failed for good: stop
+ * watching the fd, then pipeline_close_proc_events() (exits are then
+ * noticed on the tick). Stop watching it before pipeline_free() too.
+ */
+int pipeline_proc_events_fd(const Pipeline *p);
+int pipeline_dispatch_proc_events(Pipeline *p);
+void pipeline_close_proc_events(Pipeline *p);
+
+/* "bpf", "perf", "replay" or "none". */
+const char *pipeline_wake_source(const Pipeline *p);
+
 /* The plan of the last tick (NULL before the first). */
-const struct Plan *pipeline_plan(const Pipeline *p);
+const Plan *pipeline_plan(const Pipeline *p);
+
+/* Per-CPU load of the last tick, the policy's input (n_cpus entries). */
+const CpuLoad *pipeline_loads(const Pipeline *p, unsigned *ret_n);
 
 /* Sampler cost for status: BPF run time per wakeup (ns), 0 when unknown. */
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p);
 
-/* Per-CPU idle figures of the last tick (NULL, 0 without cpuidle). */
+/* Per-CPU figures of the last tick (NULL, 0 before the second tick). */
 const IdleCpuStats *pipeline_idle_stats(const Pipeline *p, unsigned *ret_n);
 /* The idle sampler, for state names and exit latencies (NULL without cpuidle). */
 const IdleSampler *pipeline_idle_sampler(const Pipeline *p);
@@ -47,10 +94,3 @@ void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *re
 
 /* The live wake graph (tasks, edges), for placectl graph --dot and explain. */
 const WakeGraph *pipeline_graph(const Pipeline *p);
-
-/*
- * pipeline_snapshot() - the policy's input of the last tick as JSON (the
- * snapshot format of policy.h), for "placectl snapshot" and "placed --plan".
- * Return: 0 and *ret (malloc'd), -ENOMEM.
- */
-int pipeline_snapshot(const Pipeline *p, const Manager *m, char **ret);

@@ -578,16 +578,35 @@ static void print_cpus(json_object *cpus) {
                        wakeups / (double)n_quiet, STATUS_PCT(deepest / (double)n_quiet));
 }
 
+/* Prints outside text (a hold reason, a profile name) for a terminal: control
+ * characters escaped ("\\n", "\\x1b"), so they cannot fake lines or move the cursor. */
+static void print_text_escaped(const char *s) {
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '\n')
+                        fputs("\\n", stdout);
+                else if (c == '\t')
+                        fputs("\\t", stdout);
+                else if (c < 0x20 || c == 0x7f)
+                        printf("\\x%02x", c);
+                else
+                        putchar(c);
+        }
+}
+
 static void print_status_text(json_object *status, size_t n_groups, json_object *classes,
                               json_object *cpus) {
         json_object *profiles, *holds;
 
-        printf("      Profile: %s", status_str(status, "ActiveProfile"));
+        printf("      Profile: ");
+        print_text_escaped(status_str(status, "ActiveProfile"));
         if (json_object_object_get_ex(status, "Profiles", &profiles)) {
                 printf("  (of");
-                for (size_t i = 0; i < json_object_array_length(profiles); i++)
-                        printf(" %s",
-                               json_object_get_string(json_object_array_get_idx(profiles, i)));
+                for (size_t i = 0; i < json_object_array_length(profiles); i++) {
+                        printf(" ");
+                        print_text_escaped(
+                                json_object_get_string(json_object_array_get_idx(profiles, i)));
+                }
                 printf(")");
         }
         printf("\n         Mode: %s\n", status_str(status, "Mode"));
@@ -595,10 +614,11 @@ static void print_status_text(json_object *status, size_t n_groups, json_object 
             json_object_array_length(holds) > 0)
                 for (size_t i = 0; i < json_object_array_length(holds); i++) {
                         json_object *h = json_object_array_get_idx(holds, i);
-                        printf("%s %s (cookie %s): %s\n",
-                               i == 0 ? "        Holds:" : "             ",
-                               status_str(h, "profile"), status_str(h, "cookie"),
-                               status_str(h, "reason"));
+                        printf("%s ", i == 0 ? "        Holds:" : "             ");
+                        print_text_escaped(status_str(h, "profile"));
+                        printf(" (cookie %s): ", status_str(h, "cookie"));
+                        print_text_escaped(status_str(h, "reason"));
+                        printf("\n");
                 }
         else
                 printf("        Holds: none\n");
@@ -609,6 +629,9 @@ static void print_status_text(json_object *status, size_t n_groups, json_object 
                 printf(", %.0f ns/wakeup", ns);
         else if (strcmp(status_str(status, "WakeSource"), "bpf") == 0)
                 printf(", cost not measured (needs sysctl kernel.bpf_stats_enabled=1)");
+        printf("\n      Wakeups: %s attributed (%s in softirq), %s skipped, %s lost",
+               status_str(status, "SamplerWakeups"), status_str(status, "SamplerSoftirqWakeups"),
+               status_str(status, "SamplerSkipped"), status_str(status, "SamplerLost"));
         printf("\n       Groups: %zu group%s", n_groups, n_groups == 1 ? "" : "s");
         const char *sep = ": ";
         json_object_object_foreach(classes, class, count) {
@@ -636,6 +659,10 @@ static json_object *status_to_json(json_object *status, json_object *classes, js
                 { "Mode", "mode" },
                 { "WakeSource", "wake_source" },
                 { "SamplerNsPerWakeup", "sampler_ns_per_wakeup" },
+                { "SamplerWakeups", "sampler_wakeups" },
+                { "SamplerSoftirqWakeups", "sampler_softirq_wakeups" },
+                { "SamplerSkipped", "sampler_skipped" },
+                { "SamplerLost", "sampler_lost" },
                 { "Holds", "holds" },
                 { "Groups", "groups" },
                 { "PlacementChanges", "placement_changes" },
@@ -739,13 +766,16 @@ static int read_graph(sd_bus_message *reply, json_object *graph) {
         return r;
 }
 
-/* Prints s as the inside of a DOT string: quotes and backslashes escaped, control bytes '?'. */
+/* Prints s as the inside of a DOT string: quotes and backslashes escaped, control bytes
+ * as a visible "\\xHH" (never a raw newline that would end the label). */
 static void dot_print_escaped(const char *s) {
         for (; *s; s++)
                 if (*s == '"' || *s == '\\')
                         printf("\\%c", *s);
+                else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+                        printf("\\\\x%02x", (unsigned char)*s);
                 else
-                        putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+                        putchar(*s);
 }
 
 /* One node: "comm/tid", filled with its group's colour (set312 has 12). */
@@ -900,8 +930,10 @@ static int verb_explain(sd_bus *bus, const Args *a, const char *arg) {
                 json_object_object_add(o, "tid", json_object_new_int64((int64_t)tid));
                 json_object_object_add(o, "explanation", json_object_new_string(text));
                 print_json(o);
-        } else
-                printf("%s\n", text);
+        } else {
+                print_text_escaped(text);
+                printf("\n");
+        }
         sd_bus_message_unref(reply);
         return EXIT_OK;
 }
@@ -974,36 +1006,50 @@ static int verb_hold(sd_bus *bus, const Args *a, int argc, char **argv) {
         return code;
 }
 
-static int run_verb(sd_bus *bus, const Args *a, const char *verb, int argc, char **argv) {
-        if (strcmp(verb, "status") == 0)
-                return argc ? usage_error("status takes no argument, not \"%s\".", argv[0])
-                            : verb_status(bus, a);
-        if (strcmp(verb, "profile") == 0)
-                return verb_profile(bus, a, argc, argv);
-        if (strcmp(verb, "groups") == 0)
-                return argc ? usage_error("groups takes no argument, not \"%s\".", argv[0])
-                            : verb_groups(bus, a);
-        if (strcmp(verb, "explain") == 0)
-                return argc == 1 ? verb_explain(bus, a, argv[0])
-                                 : usage_error("explain needs exactly one TID.");
-        if (strcmp(verb, "graph") == 0)
-                return verb_graph(bus, a, argc, argv);
-        if (strcmp(verb, "snapshot") == 0)
-                return verb_snapshot(bus, argc, argv);
-        if (strcmp(verb, "reload") == 0 || strcmp(verb, "restore") == 0)
-                return argc ? usage_error("this command takes no argument, not \"%s\".", argv[0])
-                            : call(bus, strcmp(verb, "reload") == 0 ? "Reload" : "Restore", NULL,
-                                   NULL);
-        return verb_hold(bus, a, argc, argv);
+/* One verb: its arguments are checked against min..max before the bus is reached. */
+typedef struct Verb {
+        const char *name;
+        int min_args, max_args; /* -1: any number */
+        int (*run)(sd_bus *bus, const Args *a, int argc, char **argv);
+} Verb;
+
+static int run_status(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_status(bus, a);
 }
 
-static bool verb_known(const char *verb) {
-        static const char *const verbs[] = { "status",   "profile", "groups",  "explain", "graph",
-                                             "snapshot", "reload",  "restore", "hold" };
+static int run_groups(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_groups(bus, a);
+}
+
+static int run_explain(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_explain(bus, a, argv[0]);
+}
+
+static int run_snapshot(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return verb_snapshot(bus, argc, argv);
+}
+
+static int run_reload(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return call(bus, "Reload", NULL, NULL);
+}
+
+static int run_restore(sd_bus *bus, const Args *a, int argc, char **argv) {
+        return call(bus, "Restore", NULL, NULL);
+}
+
+static const Verb verbs[] = {
+        { "status", 0, 0, run_status }, { "profile", 0, 1, verb_profile },
+        { "groups", 0, 0, run_groups }, { "explain", 1, 1, run_explain },
+        { "graph", 0, -1, verb_graph }, { "snapshot", 0, -1, run_snapshot },
+        { "reload", 0, 0, run_reload }, { "restore", 0, 0, run_restore },
+        { "hold", 0, -1, verb_hold },
+};
+
+static const Verb *verb_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (strcmp(verb, verbs[i]) == 0)
-                        return true;
-        return false;
+                if (strcmp(name, verbs[i].name) == 0)
+                        return &verbs[i];
+        return NULL;
 }
 
 static const struct option options[] = {
@@ -1052,13 +1098,22 @@ int main(int argc, char *argv[]) {
         int nargs = argc - optind - 1;
         char **args = argv + optind + 1;
 
-        if (!verb_known(verb))
+        const Verb *v = verb_find(verb);
+        if (!v)
                 return usage_error("unknown command \"%s\".", verb);
+        if (nargs < v->min_args)
+                return usage_error("%s needs %s.", verb,
+                                   strcmp(verb, "explain") == 0 ? "exactly one TID"
+                                                                : "an argument");
+        if (v->max_args >= 0 && nargs > v->max_args)
+                return usage_error("%s takes %s, not \"%s\".", verb,
+                                   v->max_args == 0 ? "no argument" : "one argument",
+                                   args[v->max_args]);
 
         int r = connect_bus(a.address, &bus);
         if (r != 0)
                 return r;
-        r = run_verb(bus, &a, verb, nargs, args);
+        r = v->run(bus, &a, nargs, args);
         sd_bus_flush_close_unref(bus);
         return r;
 }

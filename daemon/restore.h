@@ -8,9 +8,21 @@
 #include "journal.h"
 
 /*
+ * restore_open_journal() - lock the journal directory and open the journal,
+ * with its reports (bad lines, a full disk, records set aside) logged.
+ * Errors are logged, naming why a directory is refused.
+ * Return: 0 with *ret_lock_fd and *ret, or negative errno (-EWOULDBLOCK:
+ * another placed holds it).
+ */
+int restore_open_journal(const char *dir, int *ret_lock_fd, Journal **ret);
+
+/*
  * restore_journal() - put back every value in j that still holds what placed
- * set, in reverse order. Return: 0, or -EIO when some value could not be
- * written (kept in the journal for a later attempt).
+ * set, in reverse order, after validating each record for this machine. A
+ * record that cannot be restored is logged (what, and why) and set aside in
+ * journal.failed; ret_stats->failed counts them.
+ * Return: 0 (also when some were set aside), or negative errno when the
+ * journal itself could not be rewritten.
  */
 int restore_journal(Journal *j, const char *procfs_root, const char *sysfs_root,
                     JournalRestoreStats *ret_stats);

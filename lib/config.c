@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "macro.h"
 
@@ -303,6 +304,7 @@ struct ParseFile {
         char *line; /* getline() buffer; owned */
         size_t line_size;
         unsigned lineno; /* lines handed to inih so far = the line the handler sees */
+        size_t bytes;    /* read so far */
         const ConfigItem *items;
         size_t n_items;
         void *target;
@@ -330,6 +332,16 @@ static char *pf_read_line(char *str, int num, void *stream) {
         if (n < 0)
                 return NULL; /* EOF or error; the caller checks ferror() */
         pf->lineno++;
+        pf->bytes += (size_t)n;
+        if (pf->bytes > CONFIG_FILE_MAX) { /* it grew after the check */
+                pf_error(pf, "file larger than %d bytes", CONFIG_FILE_MAX);
+                return NULL;
+        }
+        if (strlen(pf->line) != (size_t)n) {
+                /* inih would see the line cut at the NUL: a value silently shortened */
+                pf_error(pf, "NUL byte in the line");
+                pf->line[0] = '\0';
+        }
 
         const char *s = pf->line + strspn(pf->line, " \t\v\f");
         size_t len = strcspn(s, "\r\n");
@@ -403,6 +415,53 @@ static int pf_handler(void *user, const char *section, const char *key, const ch
 }
 
 /*
+ * Opens a configuration file for reading, refusing what is not a regular file
+ * of at most CONFIG_FILE_MAX bytes: a FIFO would hang start and reload, and
+ * /dev/zero would be read forever. O_NONBLOCK keeps the open itself from
+ * waiting on a FIFO. /dev/null (a masked file) reads as empty.
+ * Return: 0 with *ret, -ENOENT (no diag), or negative errno after a diag.
+ */
+static int config_open_file(ConfigLoader *l, const char *path, FILE **ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                int r = negative_errno();
+                if (r != -ENOENT)
+                        loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path,
+                                    strerror(-r));
+                return r;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                int r = negative_errno();
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot stat: %s", path, strerror(-r));
+                return r;
+        }
+        bool dev_null = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+        if (S_ISDIR(st.st_mode)) {
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: is a directory, not a file", path);
+                return -EISDIR;
+        }
+        if (!S_ISREG(st.st_mode) && !dev_null) {
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: not a regular file", path);
+                return -EINVAL;
+        }
+        if (st.st_size > CONFIG_FILE_MAX) {
+                loader_diag(l, CONFIG_DIAG_ERROR, "%s: larger than %d bytes", path,
+                            CONFIG_FILE_MAX);
+                return -EFBIG;
+        }
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+                return negative_errno();
+        FILE *f = fdopen(fd, "re");
+        if (!f)
+                return negative_errno();
+        TAKE_FD(fd);
+        *ret = f;
+        return 0;
+}
+
+/*
  * Applies the file at path to target through items. A missing file is fine
  * when missing_ok. Return: 1 if read, 0 if missing, negative errno (after a
  * diag) otherwise.
@@ -415,14 +474,13 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
         char syntax[128];
         int r;
 
-        pf.f = fopen(path, "re");
-        if (!pf.f) {
-                r = negative_errno();
-                if (r == -ENOENT && missing_ok)
-                        return 0;
+        r = config_open_file(l, path, &pf.f);
+        if (r == -ENOENT && missing_ok)
+                return 0;
+        if (r == -ENOENT)
                 loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path, strerror(-r));
+        if (r < 0)
                 return r;
-        }
 
         r = ini_parse_stream(pf_read_line, &pf, pf_handler, &pf);
         if (r == -2) {
@@ -663,11 +721,13 @@ static void strv_free(char **v, size_t n) {
 
 /*
  * Lists the names of the regular files DIR/ *.conf in strcmp() order (other
- * entries, such as a drop-in masked by a symlink to /dev/null, are skipped).
+ * entries, such as a drop-in masked by a symlink to /dev/null, are skipped;
+ * a directory is an error where dir_is_error: where a profile should be).
  * Return: 0 with *ret (NULL when the directory does not exist), or negative
  * errno after a diag.
  */
-static int list_conf_files(ConfigLoader *l, const char *dir, char ***ret, size_t *ret_n) {
+static int list_conf_files(ConfigLoader *l, const char *dir, bool dir_is_error, char ***ret,
+                           size_t *ret_n) {
         DIR *d = opendir(dir);
         if (!d) {
                 int r = negative_errno();
@@ -690,8 +750,16 @@ static int list_conf_files(ConfigLoader *l, const char *dir, char ***ret, size_t
                 struct stat st;
                 if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
                         continue;
-                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
                         continue;
+                if (S_ISDIR(st.st_mode) && dir_is_error) {
+                        loader_diag(l, CONFIG_DIAG_ERROR, "%s/%s: is a directory, not a file", dir,
+                                    de->d_name);
+                        r = -EISDIR;
+                        break;
+                }
+                if (!S_ISREG(st.st_mode))
+                        continue; /* masked by a link to /dev/null, or a drop-in directory */
                 if (n == allocated) {
                         size_t a = allocated ? allocated * 2 : 16;
                         char **nv = reallocarray(v, a, sizeof(*v));
@@ -714,7 +782,8 @@ static int list_conf_files(ConfigLoader *l, const char *dir, char ***ret, size_t
         closedir(d);
         if (r < 0) {
                 strv_free(v, n);
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir, strerror(-r));
+                if (r != -EISDIR)
+                        loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir, strerror(-r));
                 return r;
         }
 
@@ -728,7 +797,7 @@ static int list_conf_files(ConfigLoader *l, const char *dir, char ***ret, size_t
 static int config_load_dropins(ConfigLoader *l, const char *dir) {
         char **names;
         size_t n;
-        int r = list_conf_files(l, dir, &names, &n);
+        int r = list_conf_files(l, dir, false, &names, &n);
         if (r < 0)
                 return r;
 
@@ -784,7 +853,7 @@ static int profile_files_add(ProfileFiles *pfs, const char *name, char *path) {
 static int profile_files_scan(ConfigLoader *l, const char *dir, ProfileFiles *pfs) {
         char **names;
         size_t n;
-        int r = list_conf_files(l, dir, &names, &n);
+        int r = list_conf_files(l, dir, true, &names, &n);
         if (r < 0)
                 return r;
 

@@ -20,6 +20,7 @@
 #define PROFILE_NAME_MAX    64
 #define CONFIG_MAX_EXCLUDES 64
 #define CONFIG_MAX_PROFILES 32
+#define CONFIG_FILE_MAX     (1024 * 1024) /* bytes; a bigger file is refused */
 
 /* Where a pair goes (see the profile table in docs/design.md). */
 typedef enum PairPlacement {

@@ -442,7 +442,10 @@ int idle_cpu_derive_stateless(const CpuStatCpu *sc, uint64_t interval_us, IdleCp
                 return 0;
         ret->busy_frac = busy;
         ret->other_idle_frac = 1.0 - busy;
-        ret->wakeups_per_sec = (double)sc->delta_irqs * (double)USEC_PER_SEC / (double)interval_us;
+        /* Interrupts come while busy too (the tick); those while idle, each
+         * an idle exit, in proportion to idle time. */
+        ret->wakeups_per_sec =
+                (double)sc->delta_irqs * (1.0 - busy) * (double)USEC_PER_SEC / (double)interval_us;
         ret->valid = true;
         return 1;
 }

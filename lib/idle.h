@@ -131,8 +131,10 @@ int idle_cpu_derive(const IdleCpu *ic, const CpuStatCpu *sc, IdleCpuStats *ret);
 /*
  * idle_cpu_derive_stateless() - pure: the figures of a CPU without cpuidle
  * states (no driver: idle is plain HLT). busy_frac from /proc/stat, all idle
- * time in other_idle_frac, and as wakeups_per_sec the interrupts per second
- * over interval_us (cpustat_refresh_irqs(): the bound of its idle exits).
+ * time in other_idle_frac, and as wakeups_per_sec its idle exits estimated
+ * from its interrupts over interval_us (cpustat_refresh_irqs()): a halted
+ * CPU leaves idle only on an interrupt, and of its interrupts those that
+ * came while it was idle, taken in proportion to idle time.
  *
  * Return: 1 when *ret is valid, 0 when a delta is missing (ret->valid false).
  */

@@ -209,9 +209,14 @@ struct WakeGraph {
         uint32_t next_uid;
         uint64_t next_group_id;
         uint64_t last_update_ns; /* 0 = never */
+        WakeGraphIngested ingested;
 };
 
 #define FIRST_TICK_NS NSEC_PER_SEC /* assumed length of the interval before the first update */
+
+void wake_graph_ingested(const WakeGraph *g, WakeGraphIngested *ret) {
+        *ret = g->ingested;
+}
 
 void wake_graph_params_default(WakeGraphParams *ret) {
         *ret = (WakeGraphParams){
@@ -364,6 +369,11 @@ static int edge_add(WakeGraph *g, size_t waker, size_t wakee, uint64_t count) {
 int wake_graph_ingest(WakeGraph *g, const WakeBatch *b, uint64_t now_ns) {
         size_t i;
         int r;
+
+        g->ingested.wakeups += b->n_events;
+        g->ingested.softirq += b->n_softirq;
+        g->ingested.skipped += b->n_skipped;
+        g->ingested.lost += b->n_lost;
 
         for (size_t k = 0; k < b->n_tasks; k++) {
                 const WakeTaskRecord *rec = &b->tasks[k];

@@ -97,6 +97,16 @@ WakeGraph *wake_graph_free(WakeGraph *g);
  */
 int wake_graph_ingest(WakeGraph *g, const WakeBatch *b, uint64_t now_ns);
 
+/* The sampler's counters of every batch ingested so far, summed (status). */
+typedef struct WakeGraphIngested {
+        uint64_t wakeups; /* attributed (WakeBatch.n_events) */
+        uint64_t softirq; /* of those, made in softirq context (n_softirq) */
+        uint64_t skipped; /* n_skipped */
+        uint64_t lost;    /* n_lost */
+} WakeGraphIngested;
+
+void wake_graph_ingested(const WakeGraph *g, WakeGraphIngested *ret);
+
 /*
  * wake_graph_task_stats() - cumulative schedstat counters of a known task
  * (run time and run-queue delay, ns). The model uses their growth since the

@@ -3,8 +3,8 @@
  * The BPF wake source (see wake-source-bpf.h): loads wake.bpf.c, maps its
  * wake logs and edge caches, and turns what they hold each read into a
  * WakeBatch: exact per-edge growth (EdgeSeen), task records from the task
- * iterator, skipped and lost counts. wake.bpf.c says why the maps are shaped
- * as they are; this file is their reader.
+ * iterator, skipped, lost and softirq counts. wake.bpf.c says why the maps
+ * are shaped as they are; this file is their reader.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,7 +44,7 @@ typedef struct EdgeSeen {
 struct BpfWake {
         WakeSourceOptions opts;
         struct wake_bpf *skel;
-        uint64_t seen_skipped, seen_lost; /* counter sums at the previous read */
+        uint64_t seen_skipped, seen_lost, seen_softirq; /* counter sums at the previous read */
         EdgeSeen *edge_seen; /* owned: kernel edges and their counts at the last read */
         size_t n_edge_seen, n_edge_seen_alloc;
         U64Map *edge_seen_map; /* edge_key_hash() -> edge_seen index */
@@ -205,16 +205,19 @@ static int bpf_wake_load(BpfWake *s) {
 }
 
 static int bpf_read_counters(BpfWake *s, WakeBatch *b) {
-        uint64_t skipped = 0, lost = 0;
+        uint64_t skipped = 0, lost = 0, softirq = 0;
         unsigned shift = s->skel->rodata->sample_shift;
         for (unsigned i = 0; i < s->n_cpus; i++) {
                 skipped += __atomic_load_n(&s->ctl[i].skipped, __ATOMIC_RELAXED);
                 lost += __atomic_load_n(&s->ctl[i].lost, __ATOMIC_RELAXED);
+                softirq += __atomic_load_n(&s->ctl[i].softirq_taken, __ATOMIC_RELAXED);
         }
         b->n_skipped = (skipped - s->seen_skipped) << shift;
         b->n_lost = (lost - s->seen_lost) << shift;
+        b->n_softirq = (softirq - s->seen_softirq) << shift;
         s->seen_skipped = skipped;
         s->seen_lost = lost;
+        s->seen_softirq = softirq;
         return 0;
 }
 
@@ -643,13 +646,25 @@ unsigned bpf_wake_sample_every(const BpfWake *s) {
         return 1U << s->skel->rodata->sample_shift;
 }
 
+/*
+ * The cost of a wakeup: the run time of every program on the hot path (the
+ * wakeup's own and the softirq and IRQ markers), over the wakeups.
+ */
 int bpf_wake_get_cost(const BpfWake *s, WakeSourceCost *ret) {
-        struct bpf_prog_info info = {};
-        uint32_t len = sizeof(info);
-        int r = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.wake_sched_waking), &info,
-                                       &len);
-        if (r < 0)
-                return r;
-        *ret = (WakeSourceCost){ .run_time_ns = info.run_time_ns, .run_cnt = info.run_cnt };
+        WakeSourceCost cost = {};
+        struct bpf_program *prog;
+        bpf_object__for_each_program(prog, s->skel->obj) {
+                struct bpf_prog_info info = {};
+                uint32_t len = sizeof(info);
+                if (prog == s->skel->progs.wake_task_iter)
+                        continue; /* once per read, not per wakeup */
+                int r = bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len);
+                if (r < 0)
+                        return r;
+                cost.run_time_ns += info.run_time_ns;
+                if (prog == s->skel->progs.wake_sched_waking)
+                        cost.run_cnt = info.run_cnt;
+        }
+        *ret = cost;
         return 1;
 }

@@ -33,7 +33,7 @@
 
 void wake_batch_reset(WakeBatch *b) {
         b->n_tasks = b->n_edges = 0;
-        b->n_events = b->n_skipped = b->n_lost = 0;
+        b->n_events = b->n_skipped = b->n_lost = b->n_softirq = 0;
         b->now_ns = 0;
 }
 
@@ -209,6 +209,7 @@ struct WakeSource {
         unsigned n_rings;
         unsigned pid_offset, comm_offset, flags_offset;
         uint64_t period;
+        U64Map *kthread_memo; /* tid -> 1 + is a kernel thread, for softirq wakeups; per read */
 
         /* replay */
         FILE *replay;
@@ -223,8 +224,9 @@ struct WakeSource {
 
 #define PERF_RING_PAGES    128 /* data pages per CPU: 512 KiB, ~9000 samples */
 #define TRACE_FLAG_HARDIRQ 0x08
-#define TRACE_FLAG_SOFTIRQ 0x10
+#define TRACE_FLAG_SOFTIRQ 0x10 /* serving a softirq (not merely bottom halves off) */
 #define TRACE_FLAG_NMI     0x40
+#define PF_KTHREAD         0x00200000U
 
 /* Reads the tracepoint id and the offsets of pid, comm and common_flags. */
 static int perf_read_format(WakeSource *s, const char *tracefs, uint64_t *ret_id) {
@@ -283,6 +285,8 @@ static int perf_source_open(WakeSource *s) {
         if (r < 0)
                 return r;
 
+        if (u64map_new(&s->kthread_memo) < 0)
+                return -ENOMEM;
         s->period = MAX(s->opts.sample_period, 1u);
         long n = sysconf(_SC_NPROCESSORS_CONF);
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -327,6 +331,65 @@ static void ring_copy(const PerfRing *ring, uint64_t pos, void *dst, size_t n) {
         memcpy((char *)dst + first, data, n - first);
 }
 
+/*
+ * 1 if tid is a kernel thread (PF_KTHREAD in procfs_root/TID/stat), 0 if not
+ * or gone. Asked only of the ends of softirq wakeups, once per tid and read:
+ * the memo is cleared at each read, for reused tids.
+ */
+static int perf_is_kthread(WakeSource *s, pid_t tid) {
+        _cleanup_free_ char *path = NULL;
+        char buf[512];
+        uint32_t v;
+        int kthread = 0;
+
+        if (u64map_get(s->kthread_memo, (uint64_t)tid, &v))
+                return (int)v - 1;
+        if (asprintf(&path, "%s/%d/stat", s->opts.procfs_root ? s->opts.procfs_root : "/proc",
+                     (int)tid) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (n > 0) {
+                buf[n] = 0;
+                const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+                unsigned long flags;
+                /* state ppid pgrp session tty_nr tpgid flags */
+                if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1)
+                        kthread = (flags & PF_KTHREAD) != 0;
+        }
+        if (u64map_put(s->kthread_memo, (uint64_t)tid, (uint32_t)kthread + 1) < 0)
+                return -ENOMEM;
+        return kthread;
+}
+
+/*
+ * Whom a sample's wakeup is counted for: in task context and in a softirq
+ * (TRACE_FLAG_SOFTIRQ: serving one, on the task's stack or the IRQ stack),
+ * the task current on the CPU, as record_wakee() counts it, unless it is the
+ * idle task. Hard IRQs and NMIs are nobody's. In a softirq, as the BPF
+ * source does, not when either end is a kernel thread (unless keep_kthreads):
+ * ksoftirqd serves softirqs, and a softirq that ran while a user task was
+ * current wakes kernel threads for the kernel's own work (RCU, workqueues);
+ * in task context the perf source has always kept them (it cannot tell them
+ * without a procfs read per waker). Unlike the BPF source, it cannot tell
+ * the timer softirqs from the others (the sample does not say which vector
+ * runs): their rare wakeups of user tasks count for current too.
+ * Return: 1 counted for tid (*ret_softirq: in a softirq), 0 skipped, -ENOMEM.
+ */
+static int perf_sample_waker(WakeSource *s, uint8_t flags, pid_t tid, pid_t tgid, pid_t wakee,
+                             bool *ret_softirq) {
+        if ((flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_NMI)) || tid == 0 || tid == wakee ||
+            (s->opts.ignore_tgid && tgid == s->opts.ignore_tgid))
+                return 0;
+        *ret_softirq = flags & TRACE_FLAG_SOFTIRQ;
+        if (!*ret_softirq || s->opts.keep_kthreads)
+                return 1;
+        int r = perf_is_kthread(s, tid);
+        if (r == 0)
+                r = perf_is_kthread(s, wakee);
+        return r < 0 ? r : !r;
+}
+
 static int perf_take_sample(WakeSource *s, WakeBatch *b, const char *rec, size_t size) {
         struct {
                 uint32_t pid, tid;
@@ -346,12 +409,15 @@ static int perf_take_sample(WakeSource *s, WakeBatch *b, const char *rec, size_t
         memcpy(&wakee, raw + s->pid_offset, sizeof(wakee));
         memcpy(comm, raw + s->comm_offset, sizeof(comm));
         comm[WAKE_COMM_LEN - 1] = 0;
-        uint8_t flags = (uint8_t)raw[s->flags_offset];
-        if ((flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ | TRACE_FLAG_NMI)) || h.tid == 0 ||
-            (pid_t)h.tid == wakee || (s->opts.ignore_tgid && (pid_t)h.pid == s->opts.ignore_tgid)) {
+        bool softirq = false;
+        int r = perf_sample_waker(s, (uint8_t)raw[s->flags_offset], (pid_t)h.tid, (pid_t)h.pid,
+                                  wakee, &softirq);
+        if (r <= 0) {
                 b->n_skipped += s->period;
-                return 0;
+                return r;
         }
+        if (softirq)
+                b->n_softirq += s->period;
         return agg_event(&s->agg, b, h.time, (pid_t)h.tid, (pid_t)h.pid, NULL, wakee, 0, comm,
                          s->period);
 }
@@ -583,6 +649,7 @@ WakeSource *wake_source_free(WakeSource *s) {
                 close(s->rings[i].fd);
         }
         free(s->rings);
+        u64map_free(s->kthread_memo);
         if (s->replay)
                 fclose(s->replay);
         free(s->line);
@@ -616,6 +683,7 @@ int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret) {
         case WAKE_SOURCE_BPF:
                 return bpf_wake_read(s->bpf, ret);
         case WAKE_SOURCE_PERF:
+                u64map_clear(s->kthread_memo);
                 for (unsigned i = 0; i < s->n_rings && r >= 0; i++)
                         r = perf_drain_ring(s, &s->rings[i], ret);
                 break;

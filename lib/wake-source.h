@@ -61,6 +61,7 @@ typedef struct WakeSourceOptions {
         const char *replay_path;  /* replay: the event file */
         const char *tracefs;      /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
                                      /sys/kernel/debug/tracing */
+        const char *procfs_root;  /* perf: where to tell kernel threads; NULL = "/proc" */
         unsigned kernel_features; /* KERNEL_FEATURE_* from kernel_features_probe(), which the
                                      caller may narrow to force a fallback; 0 = probed at open */
 } WakeSourceOptions;
@@ -99,10 +100,15 @@ int wake_source_fd(const WakeSource *s);
  */
 int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret);
 
-/* Kernel run time of the BPF program (bpf_stats), for the sampler's cost. */
+/*
+ * Kernel run time of the BPF programs (bpf_stats), for the sampler's cost:
+ * run_time_ns / run_cnt is the cost of a wakeup, softirq and IRQ markers
+ * included.
+ */
 typedef struct WakeSourceCost {
-        uint64_t run_time_ns; /* 0 unless kernel.bpf_stats_enabled */
-        uint64_t run_cnt;
+        uint64_t run_time_ns; /* all programs but the task iterator; 0 unless
+                                 kernel.bpf_stats_enabled */
+        uint64_t run_cnt;     /* wakeups (runs of the sched_waking program) */
 } WakeSourceCost;
 
 /* Return: 1 and *ret for the bpf source, 0 for the others, negative errno. */

@@ -1,15 +1,45 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
- * The BPF wake sampler. Two programs:
+ * The BPF wake sampler. Three kinds of programs:
  *
  *  - wake_sched_waking on tp_btf/sched_waking (fired in the waker's context)
  *    records the waker->wakee edge in a per-CPU log, or when the log is full
  *    counts it in a per-CPU edge cache backed by a per-CPU hash; userspace
  *    reads all three once per tick. It is on the hot path of every wakeup in
  *    the system;
+ *  - context markers on tp_btf/softirq_entry and _exit, irq_handler_entry and
+ *    _exit, hrtimer_expire_entry and _exit: each stores one byte in its CPU's
+ *    control line, which wake_sched_waking reads to tell whose wakeup it is
+ *    (see "whose wakeup" below). They run per softirq, device interrupt and
+ *    hrtimer, not per wakeup, except where those cause the wakeups (a
+ *    loopback pair: one NET_RX softirq per message);
  *  - wake_task_iter, a task iterator userspace runs once per read, copies each
  *    task's identity and the kernel's own wakee_flips, wakee_flip_decay_ts and
  *    last_wakee out of task_struct.
+ *
+ * Whose wakeup: the kernel's record_wakee() counts every wakeup it sees for
+ * current, whatever the context. So does this sampler, with the exceptions
+ * that would make false edges:
+ *  - a softirq (softirq_entry to softirq_exit) is current's: loopback TCP and
+ *    UDP wake the receiver from the NET_RX softirq that the sender's send
+ *    runs, in the sender's context, on the IRQ stack (x86-64, at
+ *    local_bh_enable()). Counted in softirq_taken as well. Except the timer
+ *    softirqs (TIMER, HRTIMER): a timeout expiring is nobody's wakeup;
+ *  - a hard IRQ is nobody's: an hrtimer expiring (a sleeper's timeout) or a
+ *    device's handler has nothing to do with the task it interrupted. Marked
+ *    by irq_handler_* and hrtimer_expire_*, as a hard IRQ nested in a softirq
+ *    runs on the same IRQ stack, and one that interrupts user mode runs on
+ *    the task's stack, not the IRQ stack (x86-64); any other frame on the IRQ
+ *    stack outside a softirq is a hard IRQ too (IPIs and other system
+ *    vectors, and NMIs, which cannot wake). Not covered: a system vector
+ *    other than the timer (irq_work, a KVM async page fault) that wakes a
+ *    task while interrupting user mode or a softirq, rare;
+ *  - softirqs in ksoftirqd run on its stack, and it is a kernel thread,
+ *    skipped by default like the idle task. Markers are plain stores, set
+ *    and cleared, not counts: a missed run heals at the next one.
+ * __preempt_count would tell all this in one load, but it is a per-CPU
+ * variable the kernel resolves for BPF only with CONFIG_KALLSYMS_ALL, which
+ * some kernels lack.
  *
  * Why it is shaped like this ("dirt cheap" on the hot path):
  *  - no flip counting here: record_wakee() in kernel/sched/fair.c already
@@ -59,10 +89,12 @@
  *  - sample_shift > 0 counts 1 in 2^sample_shift calls on average, decided
  *    by a per-CPU countdown before any other work (a random number only per
  *    sampled call); userspace scales the counts back;
- *  - wakeups from interrupt context (hardirq, serving softirq, NMI), from the
- *    idle task and (by default) to or from kernel threads are counted as
+ *  - wakeups that are nobody's (hard IRQ, timer softirq, see above), from
+ *    the idle task and (by default) to or from kernel threads are counted as
  *    skipped, not attributed; placed's own (ignore_tgid) are dropped by
- *    userspace, which knows the waker's tgid from the iterator.
+ *    userspace, which knows the waker's tgid from the iterator. The context
+ *    check costs one load from the control line the hot path reads anyway
+ *    and the stack check; the rest only when a marker is set.
  *
  * No vmlinux.h: the few kernel types used are declared here and relocated
  * with CO-RE against the running kernel's BTF.
@@ -183,12 +215,11 @@ struct {
 } edge_cache SEC(".maps");
 
 /*
- * Interrupt context without preempt_count (__preempt_count is a per-CPU
- * variable the kernel only resolves with CONFIG_KALLSYMS_ALL): x86-64 runs
- * hardirqs, softirqs on irq exit or bh enable, and NMIs on their own stacks,
- * and this program's frame lives on whatever stack the tracepoint fired on.
- * So a frame outside current's task stack means interrupt context.
- * (Softirqs in ksoftirqd run on its task stack; kernel threads are skipped.)
+ * Interrupt context without preempt_count: x86-64 runs hardirqs that
+ * interrupt the kernel, softirqs at bh enable or their irq exit, and NMIs on
+ * their own stacks, and this program's frame lives on whatever stack the
+ * tracepoint fired on. So a frame outside current's task stack means
+ * interrupt context; which kind, the markers say (see the top).
  */
 static __always_inline int on_irq_stack(struct task_struct *cur) {
         __u64 marker = 0;
@@ -266,6 +297,84 @@ static __attribute__((noinline)) int cache_count(struct wake_cpu_ctl *c, __u32 c
         return cache_miss(c, set, waker, wakee);
 }
 
+/*
+ * The context markers (see "whose wakeup" at the top). The kernel's numbers
+ * of the timer softirqs (include/linux/interrupt.h, unchanged since 2.6):
+ * their wakeups are timeouts expiring, as in a hard IRQ.
+ */
+#define TIMER_SOFTIRQ   1
+#define HRTIMER_SOFTIRQ 8
+
+static __always_inline struct wake_cpu_ctl *this_cpu_ctl(void) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        return bpf_map_lookup_elem(&cpu_ctl, &cpu);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(wake_softirq_entry, unsigned int vec) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->softirq = vec == TIMER_SOFTIRQ || vec == HRTIMER_SOFTIRQ ? WAKE_SOFTIRQ_TIMER
+                                                                            : WAKE_SOFTIRQ_TAKEN;
+        return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(wake_softirq_exit, unsigned int vec) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->softirq = WAKE_SOFTIRQ_NONE;
+        return 0;
+}
+
+/* A hard IRQ's handler, an hrtimer's callback: neither the stack (from user
+ * mode: the task's) nor the softirq marker (nested in a softirq) tells them. */
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(wake_irq_entry) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_irq_handler = 1;
+        return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(wake_irq_exit) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_irq_handler = 0;
+        return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(wake_hrtimer_entry) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_hrtimer = 1;
+        return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(wake_hrtimer_exit) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_hrtimer = 0;
+        return 0;
+}
+
+/*
+ * Whose wakeup this is, by context: 0 current's (task context), 1 current's
+ * from a softirq, -1 nobody's (a hard IRQ, a timer). The markers come first:
+ * an interrupt from user mode runs on the task's stack, not the IRQ stack
+ * (and so do the softirqs at its exit). The common case is one load of the
+ * markers, all zero, and a frame on the task stack.
+ */
+static __always_inline int wake_context(const struct wake_cpu_ctl *c, struct task_struct *cur) {
+        __u32 markers = *(const volatile __u32 *)&c->softirq; /* the three bytes at once */
+        if (!markers && !on_irq_stack(cur))
+                return 0;
+        return c->softirq == WAKE_SOFTIRQ_TAKEN && !c->in_irq_handler && !c->in_hrtimer ? 1 : -1;
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         __u32 cpu = bpf_get_smp_processor_id();
@@ -287,11 +396,14 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
          * try_to_wake_up() and the scheduler keep hot anyway. */
         struct task_struct *cur = bpf_get_current_task_btf();
         unsigned int cur_flags = cur->flags;
-        if (on_irq_stack(cur) || cur == p || (cur_flags & PF_IDLE) ||
+        int in = wake_context(c, cur);
+        if (in < 0 || cur == p || (cur_flags & PF_IDLE) ||
             (skip_kthreads && ((cur_flags | p->flags) & PF_KTHREAD))) {
                 c->skipped++;
                 return 0;
         }
+        if (in)
+                c->softirq_taken++;
 
         __u64 head = c->log_head;
         if (head >= c->log_limit) {

@@ -112,6 +112,11 @@ struct wake_task_info {
         char comm[WAKE_COMM_LEN];
 };
 
+/* wake_cpu_ctl.softirq: what a wakeup on the IRQ stack is, if not a hard IRQ's. */
+#define WAKE_SOFTIRQ_NONE  0 /* no softirq served: the IRQ stack is a hard IRQ's */
+#define WAKE_SOFTIRQ_TAKEN 1 /* a softirq whose wakeups are current's (NET_RX, ...) */
+#define WAKE_SOFTIRQ_TIMER 2 /* TIMER or HRTIMER: a timeout expiring, nobody's wakeup */
+
 /*
  * One CPU's state of the BPF program, an element of an mmap'able array of
  * three cache lines: the first two written only by the program on that CPU
@@ -126,9 +131,15 @@ struct wake_cpu_ctl {
         __u64 lost;      /* the edge map full */
         __u64 cached;    /* counted in the edge cache (the log was full) */
         __u64 misses;    /* of those, edge cache misses: calls that took a way */
-        __u64 pad0;
-        __u64 task_addr[2]; /* scratch of the edge cache path */
-        __u64 pad1[6];
+        /* Markers of the context, read by the program as one 32-bit word: */
+        __u8 softirq;        /* WAKE_SOFTIRQ_*: the softirq this CPU serves */
+        __u8 in_irq_handler; /* a hard IRQ's handler runs */
+        __u8 in_hrtimer;     /* an hrtimer callback runs */
+        __u8 marker_pad;     /* 0 */
+        __u32 pad0;
+        __u64 task_addr[2];  /* scratch of the edge cache path */
+        __u64 softirq_taken; /* of the wakeups taken (logged or cached), from softirq context */
+        __u64 pad1[5];
         __u64 log_tail; /* written by userspace: records read from the log */
         __u64 pad2[7];
 };
@@ -168,6 +179,9 @@ typedef struct WakeBatch {
         uint64_t n_events;  /* wakeups attributed (scaled) */
         uint64_t n_skipped; /* wakeups not attributed: interrupt context, idle, kernel threads */
         uint64_t n_lost;    /* wakeups lost: full maps, ring overflows */
+        uint64_t n_softirq; /* wakeups made in softirq context and attributed to the task
+                               current there, as record_wakee() does (bpf: as the program
+                               took them; userspace may still skip a few, see n_skipped) */
 } WakeBatch;
 
 void wake_batch_reset(WakeBatch *b);

@@ -679,6 +679,76 @@ static void test_invalid_profile_name(void **state) {
         config_done(&c);
 }
 
+/* ---- Files that are not plain configuration files ---- */
+
+/* The first error, which must start with prefix and contain want. */
+static void assert_error(TestDir *t, const char *prefix, const char *want) {
+        const char *msg = diags_first(&t->diags, CONFIG_DIAG_ERROR);
+        if (!msg)
+                fail_msg("no error reported, expected \"%s...%s\"", prefix, want);
+        if (strncmp(msg, prefix, strlen(prefix)) != 0 || !strstr(msg, want))
+                fail_msg("got \"%s\", expected \"%s...%s...\"", msg, prefix, want);
+}
+
+/* A FIFO, /dev/zero, a huge file: refused at once, never read forever. */
+static void test_file_not_regular(void **state) {
+        TestDir *t = *state;
+        Config c;
+        char prefix[PATH_MAX + 8];
+
+        assert_int_equal(mkfifo(t->main_file, 0644), 0);
+        xsprintf(prefix, sizeof(prefix), "%s: ", t->main_file);
+        assert_int_equal(load(t, &c), -EINVAL); /* returns: no writer needed */
+        assert_error(t, prefix, "not a regular file");
+        assert_int_equal(unlink(t->main_file), 0);
+
+        t->paths.main_file = "/dev/zero";
+        assert_int_equal(load(t, &c), -EINVAL);
+        assert_error(t, "/dev/zero: ", "not a regular file");
+        t->paths.main_file = "/dev/null"; /* a masked file: empty */
+        assert_int_equal(load(t, &c), 0);
+        config_done(&c);
+        t->paths.main_file = t->main_file;
+
+        FILE *f = fopen(t->main_file, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs("[daemon]\n", f) >= 0, 1);
+        for (int i = 0; i < CONFIG_FILE_MAX / 10 + 1; i++)
+                assert_int_equal(fputs("# comment\n", f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(load(t, &c), -EFBIG);
+        assert_error(t, prefix, "larger than");
+}
+
+/* A NUL inside a value would cut it silently: an error naming FILE:LINE. */
+static void test_nul_in_value(void **state) {
+        TestDir *t = *state;
+        Config c;
+        char prefix[PATH_MAX + 8];
+
+        FILE *f = fopen(t->main_file, "we");
+        assert_non_null(f);
+        static const char text[] = "[daemon]\n\njournal_dir = /run/pla\0ced-evil\n";
+        assert_int_equal(fwrite(text, 1, sizeof(text) - 1, f), sizeof(text) - 1);
+        assert_int_equal(fclose(f), 0);
+        xsprintf(prefix, sizeof(prefix), "%s:3: ", t->main_file);
+        assert_int_equal(load(t, &c), -EINVAL);
+        assert_error(t, prefix, "NUL");
+}
+
+/* A directory where a profile should be is an error, not silently skipped. */
+static void test_profile_is_directory(void **state) {
+        TestDir *t = *state;
+        Config c;
+        char path[PATH_MAX], prefix[PATH_MAX + 8];
+
+        xsprintf(path, sizeof(path), "%s/quiet.conf", t->usr);
+        make_dir(path);
+        xsprintf(prefix, sizeof(prefix), "%s: ", path);
+        assert_int_equal(load(t, &c), -EISDIR);
+        assert_error(t, prefix, "is a directory");
+}
+
 /* ---- Exclude lists ---- */
 
 static void test_exclude_lists(void **state) {
@@ -733,6 +803,9 @@ int main(void) {
                 cmocka_unit_test(test_to_string),
                 cmocka_unit_test(test_paths_default),
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_dir, teardown_dir)
+                T(test_file_not_regular),
+                T(test_nul_in_value),
+                T(test_profile_is_directory),
                 T(test_shipped_files),
                 T(test_shipped_files_uncommented),
                 T(test_dropins),

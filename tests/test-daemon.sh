@@ -35,6 +35,19 @@ for bad in "--interval-ms 0" "--interval-ms abc" "--log-level loud" "--bogus" "-
     grep -q . "$T/out" || fail "placed $bad: no message"
 done
 ok "bad command lines exit 2 with a message"
+
+# --- placectl: a usage error never reaches the bus (no daemon runs here)
+for bad in "frobnicate:unknown command" "explain:needs exactly one TID" "explain 1 2:takes one argument" \
+    "status now:takes no argument" "reload x:takes no argument" ":no command given"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$PLACED_BUILD/placectl" --address unix:path=/nonexistent ${bad%%:*} >"$T/out" 2>&1
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "placectl ${bad%%:*}: exit $rc, expected 2 (usage)"
+    grep -q "${bad#*:}" "$T/out" || fail "placectl ${bad%%:*}: $(cat "$T/out")"
+done
+ok "placectl usage errors (unknown verb, wrong argument count) exit 2 before the bus"
 "$placed" --help | grep -q -- "--foreground" || fail "--help lacks --foreground"
 "$placed" --version | grep -Eq '^placed [0-9]' || fail "--version"
 ok "--help and --version"
@@ -76,7 +89,9 @@ wait_for 5 grep -q '^RELOADING=1' "$T/notify.log" || fail "no RELOADING=1"
 grep -A1 '^RELOADING=1' "$T/notify.log" | grep -q '^MONOTONIC_USEC=[0-9]' || fail "RELOADING=1 without MONOTONIC_USEC"
 wait_for 5 notified READY=1 || fail "no READY=1 after reload"
 grep -q 'Reloading configuration' "$T/placed.log" || fail "reload not logged"
-ok "SIGHUP reload: RELOADING=1 + MONOTONIC_USEC, READY=1"
+# Nobody chose a profile, so the reloaded default is in force.
+grep -q '^STATUS=Profile latency-first' "$T/notify.log" || fail "the reloaded default profile is not in force"
+ok "SIGHUP reload: RELOADING=1 + MONOTONIC_USEC, READY=1, the new default profile in force"
 
 # --- a broken file on reload is logged with file and line; placed keeps running
 printf '[daemon]\ninterval_ms = fast\n' >"$T/etc/placed.conf"
@@ -87,7 +102,7 @@ wait_for 5 notified READY=1 || fail "no READY=1 after failed reload"
 grep -q 'keeping the running configuration' "$T/placed.log" || fail "no 'keeping' message"
 sleep 0.3
 kill -0 $pid 2>/dev/null || fail "placed died on a broken reload"
-grep -q '^STATUS=Profile balanced' "$T/notify.log" || fail "profile changed by a failed reload"
+grep -q '^STATUS=Profile latency-first' "$T/notify.log" || fail "profile changed by a failed reload"
 ok "broken reload logged ($(grep -m1 'placed.conf:2:' "$T/placed.log" | sed 's/^<[0-9]>//')), still running"
 
 # --- SIGTERM stops within a second: STOPPING=1, exit 0

@@ -107,7 +107,8 @@ stop_placed() {
 check_introspection() {
     "${B[@]}" introspect "${OBJ[@]}" >"$T/introspect" || fail "introspect failed"
     for member in ActiveProfile Profiles Mode Version WakeSource Holds Groups PlacementChanges \
-        Reloads Ticks TickCostUSec EnergyEstimate EnergyWatts SamplerNsPerWakeup SetProfile \
+        Reloads Ticks TickCostUSec EnergyEstimate EnergyWatts SamplerNsPerWakeup SamplerWakeups \
+        SamplerSoftirqWakeups SamplerSkipped SamplerLost SetProfile \
         Reload Restore ListGroups Explain WakeGraph Snapshot CpuStats HoldProfile ReleaseProfile \
         PlacementChanged; do
         grep -q "^\.$member " "$T/introspect" || fail "introspection lacks $member"
@@ -117,7 +118,8 @@ check_introspection() {
     grep -q '^\.WakeGraph .*a(uussdt)a(uudb)' "$T/introspect" || fail "WakeGraph signature changed"
     grep -q '^\.CpuStats .*a(udddua(sdt))' "$T/introspect" || fail "CpuStats signature changed"
     grep -q '^\.Snapshot .* s ' "$T/introspect" || fail "Snapshot signature changed"
-    for member in Ticks EnergyEstimate EnergyWatts SamplerNsPerWakeup; do
+    for member in Ticks EnergyEstimate EnergyWatts SamplerNsPerWakeup SamplerWakeups \
+        SamplerSoftirqWakeups SamplerSkipped SamplerLost; do
         grep -q "^\.$member .* -$" "$T/introspect" || fail "$member should not emit (once a tick)"
     done
     ok "introspection: every property, method and the signal"
@@ -555,6 +557,43 @@ json.loads(json.load(sys.stdin)["data"][0])' || fail "Snapshot() does not return
     ok "perf bench pair $bench<->$child: ListGroups pair, WakeGraph strong edge, graph --dot/--json, snapshot, status"
 }
 
+# A UDP request/response pair over loopback (tests/bench/netpair): the
+# receiver is woken from softirq, counted apart, and the pair is listed.
+check_live_net_pair() {
+    local netpair=$PLACED_BUILD/bench/netpair
+    if [ "$wake_source" = none ] || [ ! -x "$netpair" ]; then
+        echo "note: no wake sampler or no $netpair (make check builds it), loopback pair check skipped"
+        return
+    fi
+    "$netpair" -t udp -s 60 -p >"$T/netpair.out" &
+    local np=$! server
+    at_exit "kill $np 2>/dev/null; wait $np 2>/dev/null"
+    wait_for 3 grep -q '^pids ' "$T/netpair.out" || fail "netpair did not start"
+    server=$(awk '/^pids/ { print $2 }' "$T/netpair.out")
+    udp_pair_listed() {
+        bj ListGroups | python3 -c '
+import json, sys
+tids = {int(sys.argv[1]), int(sys.argv[2])}
+sys.exit(0 if any(g[1] == "pair" and set(g[2]) == tids for g in json.load(sys.stdin)["data"][0]) else 1)' "$np" "$server"
+    }
+    softirq_counted() { python3 -c "assert int('$(prop SamplerSoftirqWakeups | cut -d' ' -f2)') > 0"; }
+    wait_for 10 udp_pair_listed || fail "no pair of $np and $server in ListGroups: $(bj ListGroups)"
+    softirq_counted || fail "SamplerSoftirqWakeups $(prop SamplerSoftirqWakeups) with a loopback pair"
+    pc_rc 0 status
+    grep -Eq '^ *Wakeups: [1-9][0-9]* attributed \([1-9][0-9]* in softirq\), [0-9]+ skipped, [0-9]+ lost$' "$T/pc.out" ||
+        fail "status wakeups: $(cat "$T/pc.out")"
+    pc_rc 0 --json status
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert 0 < d["sampler_softirq_wakeups"] <= d["sampler_wakeups"], d
+assert d["sampler_skipped"] >= 0 and d["sampler_lost"] >= 0, d
+' "$T/pc.out" || fail "status --json sampler counters: $(cat "$T/pc.out")"
+    kill $np 2>/dev/null || true
+    wait $np 2>/dev/null || true
+    ok "UDP pair over loopback $np<->$server: ListGroups pair, $(grep -o '[0-9]* in softirq' "$T/pc.out") in status"
+}
+
 check_restore_enforce() {
     # Enforce mode on fixture roots, so nothing on this machine can change.
     stop_placed
@@ -618,6 +657,7 @@ check_reload
 check_groups_explain
 check_cpu_stats
 check_live_pair
+check_live_net_pair
 check_holds
 check_placectl_misc
 check_name_taken

@@ -630,6 +630,29 @@ static void test_replay_pair(void **state) {
         wake_source_free(src);
 }
 
+/* The sampler's counters of every batch ingested, summed for status. */
+static void test_ingested_counters(void **state) {
+        WakeGraph *g = NULL;
+        WakeGraphIngested in;
+        WakeBatch b = {};
+        assert_int_equal(wake_graph_new(NULL, &g), 0);
+        wake_graph_ingested(g, &in);
+        assert_int_equal(in.wakeups + in.softirq + in.skipped + in.lost, 0);
+        assert_int_equal(wake_batch_add_edge(&b, 10, 11, 7), 0);
+        b.n_events = 7, b.n_softirq = 5, b.n_skipped = 3, b.n_lost = 1;
+        assert_int_equal(wake_graph_ingest(g, &b, NSEC_PER_SEC), 0);
+        wake_batch_reset(&b);
+        b.n_events = 2, b.n_softirq = 0, b.n_skipped = 4;
+        assert_int_equal(wake_graph_ingest(g, &b, 2 * NSEC_PER_SEC), 0);
+        wake_graph_ingested(g, &in);
+        assert_int_equal(in.wakeups, 9);
+        assert_int_equal(in.softirq, 5);
+        assert_int_equal(in.skipped, 7);
+        assert_int_equal(in.lost, 1);
+        wake_batch_done(&b);
+        wake_graph_free(g);
+}
+
 static void test_replay_errors(void **state) {
         _cleanup_free_ char *bad = fixture("wake-bad.txt");
         _cleanup_free_ char *missing = fixture("wake-missing.txt");
@@ -677,6 +700,7 @@ int main(void) {
                 cmocka_unit_test(test_group_class_names),
                 cmocka_unit_test(test_replay_pair),
                 cmocka_unit_test(test_replay_errors),
+                cmocka_unit_test(test_ingested_counters),
         };
         return cmocka_run_group_tests(tests, setup_seed, NULL);
 }

@@ -5,8 +5,12 @@
  * real model while real workloads run: perf bench sched pipe (a pair),
  * perf bench sched messaging (meshes) and a master thread handing work to 8
  * worker threads over condition variables (a fanout), each alone and all
- * three at once, with either source; and the BPF source's counts checked
- * against the program's runs (every wakeup reported once).
+ * three at once, with either source; request/response pairs over loopback
+ * TCP and UDP, whose wakeups the kernel makes in softirq context (NET_RX, in
+ * the sender's context), found as pairs with either source; hard-IRQ wakeups
+ * (hrtimer expiry of a sleeper while busy tasks are current) attributed to
+ * nobody; and the BPF source's counts checked against the program's runs
+ * (every wakeup reported once).
  *
  * Exits 77 when not root or when the kernel refuses the BPF program. If
  * tracefs is not mounted the perf test mounts it and unmounts it after.
@@ -29,7 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -99,6 +107,7 @@ typedef struct Observer {
         WakeBatch batch;
         Group *groups;
         unsigned n_groups;
+        uint64_t n_softirq; /* summed over the reads */
 } Observer;
 
 static unsigned kernel_features; /* probed in main() */
@@ -145,10 +154,11 @@ static void observer_tick(Observer *o) {
         o->groups = group_array_free(o->groups, o->n_groups);
         o->n_groups = 0;
         assert_int_equal(wake_graph_update(o->graph, now, &o->groups, &o->n_groups), 0);
-        print_message("read: %" PRIu64 " wakeups, %" PRIu64 " skipped, %" PRIu64
-                      " lost, %zu edges -> %u groups\n",
-                      o->batch.n_events, o->batch.n_skipped, o->batch.n_lost, o->batch.n_edges,
-                      o->n_groups);
+        o->n_softirq += o->batch.n_softirq;
+        print_message("read: %" PRIu64 " wakeups (%" PRIu64 " in softirq), %" PRIu64
+                      " skipped, %" PRIu64 " lost, %zu edges -> %u groups\n",
+                      o->batch.n_events, o->batch.n_softirq, o->batch.n_skipped, o->batch.n_lost,
+                      o->batch.n_edges, o->n_groups);
         for (unsigned i = 0; i < o->n_groups; i++) {
                 const Group *g = &o->groups[i];
                 if (g->wake_rate < 100)
@@ -447,6 +457,165 @@ static void test_bpf_mix(void **state) {
         check_mix(WAKE_SOURCE_BPF);
 }
 
+/*
+ * A request/response pair over loopback: a client process sends 64 bytes, a
+ * server process sends them back, over one TCP connection (TCP_NODELAY) or
+ * UDP. Each side is woken by the NET_RX softirq its peer's send runs.
+ */
+typedef struct NetPair {
+        pid_t server, client;
+} NetPair;
+
+#define NET_MSG_SIZE 64
+
+static void net_echo(int fd) {
+        char buf[NET_MSG_SIZE];
+        struct sockaddr_in peer;
+        for (;;) {
+                socklen_t len = sizeof(peer);
+                ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&peer, &len);
+                if (n <= 0 || sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&peer, len) != n)
+                        _exit(n == 0 ? 0 : 1);
+        }
+}
+
+static void net_ask(int fd) {
+        char buf[NET_MSG_SIZE] = "ping";
+        for (;;)
+                if (send(fd, buf, sizeof(buf), 0) != sizeof(buf) ||
+                    recv(fd, buf, sizeof(buf), MSG_WAITALL) != sizeof(buf))
+                        _exit(1);
+}
+
+static void netpair_start(NetPair *np, int type) {
+        struct sockaddr_in addr = { .sin_family = AF_INET,
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(addr);
+        int one = 1;
+        int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+        assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+        if (type == SOCK_STREAM)
+                assert_int_equal(listen(fd, 1), 0);
+
+        np->server = fork();
+        assert_true(np->server >= 0);
+        if (np->server == 0) {
+                int c = fd;
+                if (type == SOCK_STREAM) {
+                        c = accept(fd, NULL, NULL);
+                        if (c < 0)
+                                _exit(1);
+                        (void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                }
+                net_echo(c);
+        }
+        np->client = fork();
+        assert_true(np->client >= 0);
+        if (np->client == 0) {
+                int c = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+                if (c < 0 || connect(c, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+                        _exit(1);
+                if (type == SOCK_STREAM)
+                        (void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                net_ask(c);
+        }
+        close(fd);
+}
+
+static void netpair_stop(NetPair *np) {
+        kill(np->client, SIGKILL);
+        kill(np->server, SIGKILL);
+        waitpid(np->client, NULL, 0);
+        waitpid(np->server, NULL, 0);
+}
+
+/*
+ * The server and the client of a loopback pair are one pair within three
+ * reads, from wakeups made in softirq context (counted as such).
+ */
+static void check_net_pair(WakeSourceKind kind, int type) {
+        Observer o;
+        NetPair np;
+        observer_open(&o, kind, 2);
+        netpair_start(&np, type);
+        bool found = false;
+        for (int i = 0; i < 3 && !found; i++) {
+                observer_tick(&o);
+                const Group *g = group_with(&o, np.server);
+                found = g && g->class == GROUP_PAIR && g->n_tasks == 2 &&
+                        group_with(&o, np.client) == g;
+        }
+        int status = 0;
+        bool alive = waitpid(np.client, &status, WNOHANG) == 0;
+        netpair_stop(&np);
+        uint64_t softirq = o.n_softirq;
+        observer_close(&o);
+        print_message("%s pair over loopback: %s, %" PRIu64 " wakeups in softirq\n",
+                      type == SOCK_STREAM ? "TCP" : "UDP", found ? "found" : "missing", softirq);
+        assert_true(alive); /* the workload ran the whole time */
+        assert_true(found);
+        assert_true(softirq > 0);
+}
+
+static void test_bpf_tcp_pair(void **state) {
+        check_net_pair(WAKE_SOURCE_BPF, SOCK_STREAM);
+}
+
+static void test_bpf_udp_pair(void **state) {
+        check_net_pair(WAKE_SOURCE_BPF, SOCK_DGRAM);
+}
+
+/*
+ * Hard-IRQ wakeups stay nobody's: a process sleeping 200 us at a time is
+ * woken by its hrtimer in hard IRQ context while busy processes keep every
+ * CPU's current a user task. No edge may lead to the sleeper, and its
+ * wakeups are counted as skipped.
+ */
+static void check_timer_wakeups_skipped(WakeSourceKind kind) {
+        long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        pid_t spinners[64], sleeper;
+        unsigned n_spinners = (unsigned)MIN(MAX(n_cpus, 1L), 64L);
+        Observer o;
+        observer_open(&o, kind, 2);
+        for (unsigned i = 0; i < n_spinners; i++) {
+                spinners[i] = fork();
+                assert_true(spinners[i] >= 0);
+                if (spinners[i] == 0)
+                        for (volatile unsigned long x = 0;; x++)
+                                ;
+        }
+        sleeper = fork();
+        assert_true(sleeper >= 0);
+        if (sleeper == 0)
+                for (;;)
+                        nanosleep(&(struct timespec){ .tv_nsec = 200000 }, NULL);
+        uint64_t to_sleeper = 0, skipped = 0;
+        for (int i = 0; i < 2; i++) {
+                observer_tick(&o);
+                skipped += o.batch.n_skipped;
+                for (size_t e = 0; e < o.batch.n_edges; e++)
+                        if (o.batch.edges[e].wakee == sleeper)
+                                to_sleeper += o.batch.edges[e].count;
+        }
+        kill(sleeper, SIGKILL);
+        waitpid(sleeper, NULL, 0);
+        for (unsigned i = 0; i < n_spinners; i++) {
+                kill(spinners[i], SIGKILL);
+                waitpid(spinners[i], NULL, 0);
+        }
+        observer_close(&o);
+        print_message("timer wakeups: %" PRIu64 " attributed to the sleeper, %" PRIu64 " skipped\n",
+                      to_sleeper, skipped);
+        assert_int_equal(to_sleeper, 0);
+        assert_true(skipped >= 1000); /* ~5000 sleeps a second for 1.4 s, at least */
+}
+
+static void test_bpf_timer_wakeups_skipped(void **state) {
+        check_timer_wakeups_skipped(WAKE_SOURCE_BPF);
+}
+
 static bool tracefs_present(void) {
         return access("/sys/kernel/tracing/events/sched/sched_waking/id", R_OK) == 0 ||
                access("/sys/kernel/debug/tracing/events/sched/sched_waking/id", R_OK) == 0;
@@ -486,6 +655,21 @@ static void test_perf_fanout(void **state) {
 static void test_perf_mix(void **state) {
         need_tracefs();
         check_mix(WAKE_SOURCE_PERF);
+}
+
+static void test_perf_tcp_pair(void **state) {
+        need_tracefs();
+        check_net_pair(WAKE_SOURCE_PERF, SOCK_STREAM);
+}
+
+static void test_perf_udp_pair(void **state) {
+        need_tracefs();
+        check_net_pair(WAKE_SOURCE_PERF, SOCK_DGRAM);
+}
+
+static void test_perf_timer_wakeups_skipped(void **state) {
+        need_tracefs();
+        check_timer_wakeups_skipped(WAKE_SOURCE_PERF);
 }
 
 /*
@@ -582,10 +766,16 @@ int main(void) {
                 cmocka_unit_test(test_bpf_mix),
                 cmocka_unit_test(test_bpf_counts_exact),
                 cmocka_unit_test(test_bpf_counts_exact_evicting),
+                cmocka_unit_test(test_bpf_tcp_pair),
+                cmocka_unit_test(test_bpf_udp_pair),
+                cmocka_unit_test(test_bpf_timer_wakeups_skipped),
                 cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_messaging_mesh, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_fanout, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_mix, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_tcp_pair, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_udp_pair, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_timer_wakeups_skipped, teardown_tracefs),
                 cmocka_unit_test_teardown(test_fallback_without_btf, teardown_tracefs),
                 cmocka_unit_test_teardown(test_fallback_without_tp_btf, teardown_tracefs),
                 cmocka_unit_test_teardown(test_fallback_without_task_iter, teardown_tracefs),

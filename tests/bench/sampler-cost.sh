@@ -1,17 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# What the wake sampler costs: hackbench and perf bench sched pipe, each run
-# alternately without placed and with placed sampling (--dry-run), REPS times.
+# What the wake sampler costs: hackbench, perf bench sched pipe and a UDP
+# request/response pair over loopback (tests/bench/netpair: every wakeup in
+# softirq context), each run alternately without placed and with placed
+# sampling (--dry-run), REPS times.
 # A benchmark, not a test: run it by hand (as root), never from make check.
 #
 #   tests/bench/sampler-cost.sh [--build DIR] [--placed BIN] [--reps N]
-#                               [--hackbench-loops N] [--pipe-loops N] [--out DIR]
+#                               [--hackbench-loops N] [--pipe-loops N]
+#                               [--udp-round-trips N] [--out DIR]
 #
 # Reports, per workload, from CPU accounting (the wall clock of identical runs
 # varies by several percent on these machines, so it is only a cross-check):
-#   - the sampler's ns per wakeup: bpf_stats run_time_ns / run_cnt of placed's
-#     program, over the workload's run;
+#   - the sampler's ns per wakeup: bpf_stats run_time_ns of all placed's
+#     programs but the task iterator (sched_waking and the softirq, IRQ and
+#     hrtimer markers) / run_cnt of its sched_waking program, over the
+#     workload's run;
 #   - the sampler's share of the machine's CPU: run_time_ns / (wall * CPUs);
 #   - the daemon's own share: utime + stime of placed (/proc/PID/stat) over the
 #     workload's run / (wall * CPUs);
@@ -28,6 +33,7 @@ PLACED=
 REPS=5
 HACKBENCH_LOOPS=2000
 PIPE_LOOPS=500000
+UDP_ROUND_TRIPS=300000
 OUT=
 
 while [ $# -gt 0 ]; do
@@ -37,8 +43,9 @@ while [ $# -gt 0 ]; do
         --reps) REPS=$2; shift 2 ;;
         --hackbench-loops) HACKBENCH_LOOPS=$2; shift 2 ;;
         --pipe-loops) PIPE_LOOPS=$2; shift 2 ;;
+        --udp-round-trips) UDP_ROUND_TRIPS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        -h | --help) sed -n '3,21p' "$0"; exit 0 ;;
+        -h | --help) sed -n '3,27p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
         esac
 done
@@ -54,11 +61,15 @@ for tool in perf bpftool python3; do
         command -v "$tool" >/dev/null || { echo "sampler-cost: $tool is missing" >&2; exit 1; }
 done
 [ -x "$PLACED" ] || { echo "sampler-cost: $PLACED not built (make BUILD=$BUILD)" >&2; exit 1; }
+NETPAIR=$BUILD/bench/netpair
+[ -x "$NETPAIR" ] || { echo "sampler-cost: $NETPAIR not built (make $NETPAIR)" >&2; exit 1; }
 
 NCPU=$(nproc)
 HZ=$(getconf CLK_TCK)
 PROG_NAME=wake_sched_waki # the kernel keeps 15 characters of the name
-PROG_ID=
+ITER_NAME=wake_task_iter
+PROG_ID=    # the sampler's sched_waking program
+PROG_IDS=   # it and its markers: every new program but the iterator
 TMP=$(mktemp -d)
 STATS_BEFORE=$(cat /proc/sys/kernel/bpf_stats_enabled)
 PLACED_PID=
@@ -83,22 +94,30 @@ EOF
 
 now_ns() { date +%s%N; }
 
-# Ids of the loaded sampler programs (bpftool 7.1 prints the full BTF name,
-# older ones the kernel's 15 characters).
+# Ids of the loaded programs whose name starts with $1, or all but those
+# starting with $2 (bpftool 7.1 prints the full BTF name, older ones the
+# kernel's 15 characters).
 prog_ids() {
         bpftool prog show -j | python3 -c '
 import json, sys
 for p in json.load(sys.stdin):
-    if p.get("name", "").startswith(sys.argv[1]):
-        print(p["id"])' "$PROG_NAME"
+    name = p.get("name", "")
+    if name.startswith(sys.argv[1]) and not (sys.argv[2] and name.startswith(sys.argv[2])):
+        print(p["id"])' "$1" "${2:-}"
 }
 
-# run_time_ns run_cnt of one program.
+# run_time_ns summed over the programs in PROG_IDS, run_cnt of PROG_ID.
 prog_stats() {
-        bpftool prog show id "$1" -j | python3 -c '
+        bpftool prog show -j | python3 -c '
 import json, sys
-p = json.load(sys.stdin)
-print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
+ids = set(int(i) for i in sys.argv[2].split())
+ns = cnt = 0
+for p in json.load(sys.stdin):
+    if p["id"] in ids:
+        ns += p.get("run_time_ns", 0)
+    if p["id"] == int(sys.argv[1]):
+        cnt = p.get("run_cnt", 0)
+print(ns, cnt)' "$PROG_ID" "$PROG_IDS"
 }
 
 # utime + stime of a process, in clock ticks.
@@ -106,18 +125,22 @@ proc_ticks() {
         awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
 }
 
-# Starts placed and sets PLACED_PID and PROG_ID (its sampler: the one new id).
+# Starts placed and sets PLACED_PID, PROG_ID (its sampler: the one new id)
+# and PROG_IDS.
 placed_start() {
-        local before
-        before=$(prog_ids)
+        local before all_before
+        before=$(prog_ids "$PROG_NAME")
+        all_before=$(prog_ids "")
         "$PLACED" --foreground --dry-run --bus none --config "$TMP/placed.conf" \
                 --profiles-dir conf/profiles --log-level warning >"$TMP/placed.log" 2>&1 &
         PLACED_PID=$!
         for _ in $(seq 50); do
                 sleep 0.1
                 kill -0 "$PLACED_PID" 2>/dev/null || break
-                PROG_ID=$(prog_ids | grep -vxF -e "$before" -e "" | head -n 1 || true)
+                PROG_ID=$(prog_ids "$PROG_NAME" | grep -vxF -e "$before" -e "" | head -n 1 || true)
                 if [ -n "$PROG_ID" ]; then
+                        PROG_IDS=$(prog_ids "" "$ITER_NAME" | grep -vxF -e "$all_before" -e "" |
+                                tr '\n' ' ')
                         sleep 1.5 # past its first ticks
                         return 0
                 fi
@@ -137,6 +160,7 @@ workload() {
         case "$1" in
         hackbench) perf bench sched messaging -g 4 -l "$HACKBENCH_LOOPS" >/dev/null ;;
         pipe) perf bench sched pipe -l "$PIPE_LOOPS" >/dev/null ;;
+        udp) "$NETPAIR" -t udp -n "$UDP_ROUND_TRIPS" >/dev/null ;;
         esac
 }
 
@@ -162,10 +186,10 @@ run_one() {
         fi
 }
 
-echo "sampler-cost: $REPS alternations of hackbench (-g 4 -l $HACKBENCH_LOOPS) and pipe" \
-        "(-l $PIPE_LOOPS), $NCPU CPUs, placed = $PLACED" >&2
+echo "sampler-cost: $REPS alternations of hackbench (-g 4 -l $HACKBENCH_LOOPS), pipe" \
+        "(-l $PIPE_LOOPS) and udp (netpair -n $UDP_ROUND_TRIPS), $NCPU CPUs, placed = $PLACED" >&2
 for rep in $(seq "$REPS"); do
-        for w in hackbench pipe; do
+        for w in hackbench pipe udp; do
                 # Alternate which goes first, so slow drift hits both alike.
                 if [ $((rep % 2)) = 1 ]; then order="kernel placed"; else order="placed kernel"; fi
                 for mode in $order; do

@@ -40,10 +40,7 @@ DBUS_POLICYDIR=/etc/dbus-1/system.d
 POLKIT_ACTIONSDIR=/usr/share/polkit-1/actions
 work=$(mktemp -d /tmp/placed-system.XXXXXX)
 stage=$work/stage
-sdpid=
-unshare_pid=
-
-in_ns() { nsenter -t "$sdpid" -m -p "$@"; }
+. "$src/tests/system/ns-systemd.sh"
 
 # --- cleanup: power the namespace off, then undo the installation
 installed=() # absolute paths this test created
@@ -52,12 +49,7 @@ created_dirs=()
 cleanup() {
     local rc=$?
     set +e
-    if [ -n "$sdpid" ] && kill -0 "$sdpid" 2>/dev/null; then
-        in_ns systemctl poweroff >/dev/null 2>&1
-        for _ in $(seq 100); do kill -0 "$sdpid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$sdpid" 2>/dev/null
-    fi
-    [ -n "$unshare_pid" ] && wait "$unshare_pid" 2>/dev/null
+    ns_poweroff
     for f in "${installed[@]}"; do rm -f "$f"; done
     for f in "${backups[@]}"; do cp -a "$work/backup$f" "$f"; done
     for ((i = ${#created_dirs[@]} - 1; i >= 0; i--)); do rmdir "${created_dirs[i]}" 2>/dev/null; done
@@ -99,24 +91,8 @@ done < <(cd "$stage" && find . -type f | sed 's|^\.||')
 ok "make install: ${#installed[@]} new files, ${#backups[@]} replaced (restored afterwards)"
 
 # --- 3. systemd as PID 1 of a namespace, private /tmp and /run
-unshare --pid --fork --mount --mount-proc --propagation private \
-    sh -c 'mount -t tmpfs tmpfs /tmp && mount -t tmpfs -o mode=755 tmpfs /run &&
-           exec env container=other /lib/systemd/systemd --system --unit=multi-user.target' \
-    >"$work/systemd.out" 2>&1 &
-unshare_pid=$!
-for _ in $(seq 100); do
-    sdpid=$(pgrep -P "$unshare_pid" || true)
-    [ -n "$sdpid" ] && break
-    sleep 0.1
-done
-[ -n "$sdpid" ] || fail "systemd did not start in the namespace"
-sleep 1
-state=$(timeout 120 nsenter -t "$sdpid" -m -p systemctl is-system-running --wait 2>&1 || true)
-case $state in
-running | degraded) ;;
-*) cat "$work/systemd.out"; fail "namespace systemd is '$state'" ;;
-esac
-ok "systemd is PID 1 of a namespace ($state)"
+ns_boot "$work/systemd.out" || { cat "$work/systemd.out"; fail "namespace systemd: '$ns_state'"; }
+ok "systemd is PID 1 of a namespace ($ns_state)"
 
 # --- 4. start: active only after READY=1 (Type=notify)
 in_ns systemctl start placed || { in_ns journalctl -u placed --no-pager | tail -30; fail "systemctl start placed"; }

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test helper for tests/test-dbus-hardening.sh, on a private bus:
+ *
+ *   bus-helper ADDRESS polkit
+ *       owns org.freedesktop.PolicyKit1 and answers CheckAuthorization by
+ *       action: org.placed1.set-profile never (a hung polkit),
+ *       org.placed1.reload yes after one second, anything else yes at once.
+ *   bus-helper ADDRESS hold N
+ *       one client that asks placed for N profile holds on one connection,
+ *       prints "ok COOKIE" or "error NAME" per call, then stays connected
+ *       until stdin closes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-bus.h>
+
+#define MAX_PENDING 64
+
+typedef struct Pending {
+        sd_bus_message *msg;
+        uint64_t due_usec; /* 0 = never */
+} Pending;
+
+static Pending pending[MAX_PENDING];
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int reply_yes(sd_bus_message *msg) {
+        sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "bb", 1, 0);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "a{ss}", 0);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int check_authorization(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        const char *action;
+        int r = sd_bus_message_skip(msg, "(sa{sv})");
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "s", &action);
+        if (r < 0)
+                return r;
+        fprintf(stderr, "fake polkit: asked for %s\n", action);
+        if (strcmp(action, "org.placed1.set-profile") != 0 &&
+            strcmp(action, "org.placed1.reload") != 0)
+                return reply_yes(msg);
+        for (unsigned i = 0; i < MAX_PENDING; i++)
+                if (!pending[i].msg) {
+                        pending[i].msg = sd_bus_message_ref(msg);
+                        pending[i].due_usec = strcmp(action, "org.placed1.reload") == 0
+                                                      ? now_usec() + 1000000
+                                                      : 0;
+                        return 1; /* answered later, or never */
+                }
+        return -EBUSY;
+}
+
+static const sd_bus_vtable authority_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("CheckAuthorization", "(sa{sv})sa{ss}us", "(bba{ss})", check_authorization,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+static int run_polkit(sd_bus *bus) {
+        int r = sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/PolicyKit1/Authority",
+                                         "org.freedesktop.PolicyKit1.Authority", authority_vtable,
+                                         NULL);
+        if (r >= 0)
+                r = sd_bus_request_name(bus, "org.freedesktop.PolicyKit1", 0);
+        if (r < 0) {
+                fprintf(stderr, "fake polkit: %s\n", strerror(-r));
+                return 1;
+        }
+        printf("ready\n");
+        fflush(stdout);
+        for (;;) {
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return 0;
+                if (r > 0)
+                        continue;
+                for (unsigned i = 0; i < MAX_PENDING; i++)
+                        if (pending[i].msg && pending[i].due_usec &&
+                            pending[i].due_usec <= now_usec()) {
+                                reply_yes(pending[i].msg);
+                                pending[i].msg = sd_bus_message_unref(pending[i].msg);
+                        }
+                sd_bus_wait(bus, 50000);
+        }
+}
+
+static int run_hold(sd_bus *bus, int n) {
+        for (int i = 0; i < n; i++) {
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                sd_bus_message *reply = NULL;
+                uint32_t cookie;
+                int r = sd_bus_call_method(bus, "org.placed1", "/org/placed1",
+                                           "org.placed1.Manager", "HoldProfile", &error, &reply,
+                                           "ss", "power-first", "bus-helper");
+                if (r >= 0 && sd_bus_message_read(reply, "u", &cookie) >= 0)
+                        printf("ok %" PRIu32 "\n", cookie);
+                else
+                        printf("error %s %s\n", error.name ? error.name : strerror(-r),
+                               error.message ? error.message : "");
+                sd_bus_error_free(&error);
+                sd_bus_message_unref(reply);
+        }
+        fflush(stdout);
+        char c;
+        while (read(STDIN_FILENO, &c, 1) > 0)
+                ;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        sd_bus *bus = NULL;
+        if (argc < 3) {
+                fprintf(stderr, "usage: bus-helper ADDRESS polkit | ADDRESS hold N\n");
+                return 2;
+        }
+        int r = sd_bus_new(&bus);
+        if (r >= 0)
+                r = sd_bus_set_address(bus, argv[1]);
+        if (r >= 0)
+                r = sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0) {
+                fprintf(stderr, "bus-helper: cannot connect to %s: %s\n", argv[1], strerror(-r));
+                return 1;
+        }
+        if (strcmp(argv[2], "polkit") == 0)
+                r = run_polkit(bus);
+        else if (strcmp(argv[2], "hold") == 0 && argc == 4)
+                r = run_hold(bus, atoi(argv[3]));
+        else
+                r = 2;
+        sd_bus_flush_close_unref(bus);
+        return r;
+}
