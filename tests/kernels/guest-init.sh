@@ -44,6 +44,7 @@ echo 0 >/sys/kernel/tracing/tracing_on # the event stays attached, its records a
 echo 1 >/proc/sys/kernel/bpf_stats_enabled || say "cannot enable bpf_stats"
 mkdir -p /sys/fs/cgroup/placed-matrix-keep || say "cannot create a cpuset cgroup"
 hostname "placed-matrix" 2>/dev/null || true
+ip link set lo up || say "cannot bring up loopback" # the live tests' TCP and UDP pairs
 
 say "kernel $(uname -r), $(nproc) CPUs, cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
 say "cgroup v2 controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
