@@ -43,6 +43,9 @@ echo 1 >/sys/kernel/tracing/events/sched/sched_waking/enable || say "cannot enab
 echo 0 >/sys/kernel/tracing/tracing_on # the event stays attached, its records are not written
 echo 1 >/proc/sys/kernel/bpf_stats_enabled || say "cannot enable bpf_stats"
 mkdir -p /sys/fs/cgroup/placed-matrix-keep || say "cannot create a cpuset cgroup"
+# Those flips happen while CPU 0 runs alone (maxcpus=1; a flip at boot with
+# both running crashed 6.12 the same way): now the other CPUs come online.
+for c in /sys/devices/system/cpu/cpu[0-9]*/online; do echo 1 >"$c"; done
 hostname "placed-matrix" 2>/dev/null || true
 ip link set lo up || say "cannot bring up loopback" # the live tests' TCP and UDP pairs
 
