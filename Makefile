@@ -5,6 +5,7 @@
 #   make run       run placed in the foreground from the tree (default profile)
 #   make check     every test; ends with "N passed, N failed, N skipped"
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
+#   make check-kernels    the live tests inside qemu on Debian 12's kernels (tests/kernels/)
 #   make fuzz      each libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS (in build-fuzz/)
 #   make install   honours DESTDIR and PREFIX
 #   make deb       the Debian package, in build/deb/ (make check-package tests it)
@@ -34,6 +35,8 @@ DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev \
 	debhelper dpkg-dev lintian \
 	redis-server redis-tools postgresql iperf3 sockperf sysbench
+# make check-kernels: qemu (TCG) and a static busybox for the initramfs
+DEB_PACKAGES += qemu-system-x86 busybox-static
 
 PKGS := libsystemd libnl-3.0 libnl-genl-3.0 inih libevent libbpf json-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -197,6 +200,12 @@ check-sanitize:
 
 check-system: all
 	@tests/system/run-system-tests.sh $(BUILD)
+
+# Debian 12's 6.1 and 6.12 and the running kernel, each booted in qemu with
+# the live tests inside; one line per kernel (tests/kernels/run-matrix.sh).
+.PHONY: check-kernels
+check-kernels: all $(TEST_BINS) $(BENCH_BINS)
+	@tests/kernels/run-matrix.sh $(BUILD)
 
 # The Debian package, built with dpkg-buildpackage in a copy of the tree (it
 # writes its results into the parent directory) and moved into $(DEB_OUT):

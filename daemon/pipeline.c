@@ -37,6 +37,7 @@
 #include "exclude.h"
 #include "idle.h"
 #include "journal.h"
+#include "kernel-features.h"
 #include "log.h"
 #include "policy.h"
 #include "proc-events.h"
@@ -131,11 +132,35 @@ static void pipeline_close_actuators(Pipeline *p) {
         p->systemd = sd_bus_flush_close_unref(p->systemd);
 }
 
+/*
+ * What the kernel offers the samplers, said once at start with what placed
+ * falls back to for each missing part. The samplers attach to the running
+ * kernel whatever --sysfs-root says, so the real /sys and /proc are probed.
+ * PLACED_KERNEL_FEATURES_OFF=btf,task-iter,... (a test hook) takes features
+ * away, to exercise a fallback on a kernel that has them.
+ */
+static unsigned pipeline_probe_kernel(void) {
+        _cleanup_free_ char *text = NULL;
+        const char *off_env = getenv("PLACED_KERNEL_FEATURES_OFF"), *bad = NULL;
+        unsigned have = 0, off = 0;
+
+        if (kernel_features_probe(NULL, NULL, &have) < 0)
+                return 0;
+        if (off_env && kernel_features_parse(off_env, &off, &bad) < 0)
+                log_warning("PLACED_KERNEL_FEATURES_OFF: unknown feature at \"%s\", ignored.", bad);
+        have &= ~off;
+        if (kernel_features_describe(have, &text) >= 0)
+                log_info("Kernel features: %s%s.", text,
+                         off ? " (some taken away by PLACED_KERNEL_FEATURES_OFF)" : "");
+        return have;
+}
+
 static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
         WakeSourceOptions o = { .ignore_tgid = getpid(),
                                 .sample_period = env->config->sample_period };
         _cleanup_free_ char *reason = NULL;
 
+        o.kernel_features = pipeline_probe_kernel();
         if (env->config->wake_source == WAKE_SOURCE_NONE) {
                 log_info("Wake sampling is off (wake_source = none).");
                 return;

@@ -8,6 +8,13 @@
  * The two versions differ only in the name of the effective-CPUs file
  * (v2 cpuset.cpus.effective, v1 cpuset.effective_cpus) and in what an empty
  * cpuset.cpus means (v2: inherit the parent's; v1: no CPUs).
+ *
+ * One exception to the exact restore: the kernel refuses to empty the
+ * cpuset.cpus of a cgroup that has tasks (-ENOSPC, v2 too: seen on 6.1 and
+ * 6.12 in make check-kernels), so "inherit" cannot come back while tasks
+ * are inside. Then the parent's effective CPUs are written, which is what
+ * the cgroup inherits at that moment; it no longer follows later changes of
+ * the parent.
  */
 #include "act-cpuset.h"
 
@@ -147,6 +154,26 @@ static int write_cpus(const char *dir, const char *value) {
         return (size_t)n == strlen(text) ? 0 : -EIO;
 }
 
+/* Writes an original value back to dir (see the top for an empty v2 one). */
+static int restore_cpus(const char *dir, const char *value) {
+        int r = write_cpus(dir, value);
+        if (r != -ENOSPC || value[0] != '\0')
+                return r;
+        _cleanup_free_ char *parent = strdup(dir), *path = NULL, *text = NULL;
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        if (!slash)
+                return parent ? r : -ENOMEM;
+        *slash = '\0';
+        CpuSet eff;
+        if (asprintf(&path, "%s/cpuset.cpus.effective", parent) < 0)
+                return -ENOMEM;
+        if (cpuset_read_file(path, &eff) < 0 || cpuset_is_empty(&eff))
+                return r; /* v1, or nothing to fall back to */
+        if (cpuset_to_string(&eff, &text) < 0)
+                return -ENOMEM;
+        return write_cpus(dir, text);
+}
+
 /* Builds ROOT/CGROUP and ROOT/PARENT-OF-CGROUP. */
 static int cgroup_paths(const ActCpuset *a, const char *cgroup, char **ret_dir, char **ret_parent) {
         while (cgroup && *cgroup == '/')
@@ -252,7 +279,7 @@ int act_cpuset_release(ActCpuset *a, const char *cgroup) {
                 return journal_forget(a->opts.journal, ACT_CPUSET_KIND, dir) < 0 ? -EIO : 0;
         if (r < 0)
                 return r;
-        r = write_cpus(dir, orig);
+        r = restore_cpus(dir, orig);
         if (r < 0)
                 return r;
         r = journal_forget(a->opts.journal, ACT_CPUSET_KIND, dir);
@@ -264,7 +291,7 @@ static int ops_read(const char *key, char **ret, void *userdata) {
 }
 
 static int ops_write(const char *key, const char *value, void *userdata) {
-        return write_cpus(key, value);
+        return restore_cpus(key, value);
 }
 
 void act_cpuset_kind_ops(JournalKindOps *ret) {

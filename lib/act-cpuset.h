@@ -82,8 +82,9 @@ int act_cpuset_apply(ActCpuset *a, const char *cgroup, const CpuSet *want, Cpuse
 
 /*
  * act_cpuset_release() - put back the exact original cpuset.cpus of cgroup
- * if it still holds what placed set, and forget it. Nothing is written in
- * dry run.
+ * if it still holds what placed set, and forget it (an empty v2 original
+ * while tasks are inside: the parent's effective CPUs, see act-cpuset.c).
+ * Nothing is written in dry run.
  *
  * Return: 1 written back; 0 nothing to do (not journaled, changed by
  * someone else, gone); negative errno when the write failed (record kept).

@@ -178,6 +178,8 @@ static int bpf_wake_load(BpfWake *s) {
                         ? 0
                         : MIN((unsigned)s->opts.sample_shift, WAKE_SAMPLE_SHIFT_MAX);
         skel->rodata->skip_kthreads = !s->opts.keep_kthreads;
+        /* Without the fields (kernel-features.h) the iterator leaves the flips out. */
+        skel->rodata->read_flips = !!(s->opts.kernel_features & KERNEL_FEATURE_WAKEE_FLIPS);
         r = bpf_size_maps(s, skel);
         if (r < 0) {
                 wake_bpf__destroy(skel);
@@ -288,11 +290,12 @@ static int bpf_take_edge(BpfWake *s, U64Map *task_slot, WakeBatch *b,
                                 .id = { .tid = (pid_t)info->tid,
                                         .start_time = info->start_ns / s->ns_per_tick },
                                 .tgid = (pid_t)info->tgid,
-                                .has_flips = true,
+                                .has_flips = s->skel->rodata->read_flips,
                         };
                         memcpy(rec.comm, info->comm, WAKE_COMM_LEN);
                         rec.comm[WAKE_COMM_LEN - 1] = 0;
-                        bpf_flips_from_kernel(s, info, &rec.flips);
+                        if (rec.has_flips)
+                                bpf_flips_from_kernel(s, info, &rec.flips);
                         i = (uint32_t)b->n_tasks;
                         r = wake_batch_add_task(b, &rec);
                         if (r < 0)

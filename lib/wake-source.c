@@ -527,6 +527,14 @@ static int source_open_kind(WakeSourceKind kind, const WakeSourceOptions *opts, 
         return 0;
 }
 
+/* What the BPF source reads without the kernel's flip state, for the reason: "" with it. */
+static const char *flips_note(const WakeSourceOptions *opts) {
+        return opts->kernel_features & KERNEL_FEATURE_WAKEE_FLIPS
+                       ? ""
+                       : ", without the kernel's wakee_flips (groups judged by the wake graph's "
+                         "own degree)";
+}
+
 /* How much of the wakeups the source sees, for the reason: "" when all. */
 static void sampling_note(const WakeSource *s, char *buf, size_t size) {
         unsigned long every = s->bpf       ? bpf_wake_sample_every(s->bpf)
@@ -539,16 +547,57 @@ static void sampling_note(const WakeSource *s, char *buf, size_t size) {
                 buf[0] = 0;
 }
 
+/* The names of the features in bits, comma-separated, into buf. */
+static void feature_names(unsigned bits, char *buf, size_t size) {
+        size_t n = 0;
+        buf[0] = 0;
+        for (unsigned b = 0; b < 31; b++) {
+                const char *name = kernel_feature_name(1U << b);
+                if ((bits & (1U << b)) && name && n < size)
+                        n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? "," : "", name);
+        }
+}
+
+/* Opens the BPF source if the kernel has what it needs; Return: as source_open_kind(). */
+static int bpf_open_if_supported(const WakeSourceOptions *opts, WakeSource **ret, char *why,
+                                 size_t size) {
+        unsigned missing = KERNEL_FEATURES_BPF_SAMPLER & ~opts->kernel_features;
+        if (missing) {
+                char names[96];
+                feature_names(missing, names, sizeof(names));
+                snprintf(why, size, "the kernel lacks %s", names);
+                return -EOPNOTSUPP;
+        }
+        int r = source_open_kind(WAKE_SOURCE_BPF, opts, ret);
+        if (r < 0)
+                snprintf(why, size, "%s", strerror(-r));
+        return r;
+}
+
 int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSource **ret,
                      char **ret_reason) {
-        WakeSourceOptions none = {};
+        WakeSourceOptions o = {};
         WakeSource *s = NULL;
-        char *reason = NULL, note[96];
+        char *reason = NULL, note[96], why[128] = "";
         int r;
 
-        if (!opts)
-                opts = &none;
-        if (kind != WAKE_SOURCE_AUTO) {
+        if (opts)
+                o = *opts;
+        if (!(o.kernel_features & KERNEL_FEATURES_PROBED)) {
+                r = kernel_features_probe(NULL, NULL, &o.kernel_features);
+                if (r < 0)
+                        return r;
+        }
+        opts = &o;
+        if (kind == WAKE_SOURCE_BPF) {
+                r = bpf_open_if_supported(opts, &s, why, sizeof(why));
+                if (r < 0)
+                        return r;
+                sampling_note(s, note, sizeof(note));
+                if (ret_reason &&
+                    asprintf(&reason, "bpf sampler requested%s%s", note, flips_note(opts)) < 0)
+                        reason = NULL;
+        } else if (kind != WAKE_SOURCE_AUTO) {
                 r = source_open_kind(kind, opts, &s);
                 if (r < 0)
                         return r;
@@ -557,19 +606,30 @@ int wake_source_open(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSou
                     asprintf(&reason, "%s sampler requested%s", wake_source_name(s), note) < 0)
                         reason = NULL;
         } else {
-                int rb = source_open_kind(WAKE_SOURCE_BPF, opts, &s);
+                int rb = bpf_open_if_supported(opts, &s, why, sizeof(why));
                 if (rb >= 0) {
                         sampling_note(s, note, sizeof(note));
-                        if (ret_reason && asprintf(&reason, "BPF sampler loaded%s", note) < 0)
+                        if (ret_reason &&
+                            asprintf(&reason, "BPF sampler loaded%s%s", note, flips_note(opts)) < 0)
                                 reason = NULL;
                 } else {
                         r = source_open_kind(WAKE_SOURCE_PERF, opts, &s);
-                        if (r < 0)
+                        if (r < 0) {
+                                if (ret_reason &&
+                                    asprintf(ret_reason,
+                                             "BPF sampler not used (%s), and the perf sampler "
+                                             "failed too (%s)",
+                                             why,
+                                             r == -ENOENT ? "no sched_waking tracepoint: "
+                                                            "is tracefs mounted?"
+                                                          : strerror(-r)) < 0)
+                                        *ret_reason = NULL;
                                 return r;
+                        }
                         sampling_note(s, note, sizeof(note));
                         if (ret_reason &&
-                            asprintf(&reason, "BPF sampler failed to load (%s), using perf%s",
-                                     strerror(-rb), note) < 0)
+                            asprintf(&reason, "BPF sampler not used (%s), using perf%s", why,
+                                     note) < 0)
                                 reason = NULL;
                 }
         }

@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "kernel-features.h"
 #include "wake.h"
 
 typedef struct WakeSource WakeSource;
@@ -61,14 +62,21 @@ typedef struct WakeSourceOptions {
         const char *tracefs;      /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
                                      /sys/kernel/debug/tracing */
         const char *procfs_root;  /* perf: where to tell kernel threads; NULL = "/proc" */
+        unsigned kernel_features; /* KERNEL_FEATURE_* from kernel_features_probe(), which the
+                                     caller may narrow to force a fallback; 0 = probed at open */
 } WakeSourceOptions;
 
 /*
  * wake_source_open() - open a source of kind (WAKE_SOURCE_AUTO: bpf, else
  * perf). ret_reason (may be NULL) receives a malloc'd sentence saying which
- * source was chosen and why another failed, for the daemon to log.
+ * source was chosen and why another failed, for the daemon to log (when
+ * both fail, why; otherwise untouched on failure). The BPF
+ * source is not tried when opts->kernel_features lacks one of
+ * KERNEL_FEATURES_BPF_SAMPLER, and reads no kernel flips without
+ * KERNEL_FEATURE_WAKEE_FLIPS (the task records then have has_flips false).
  *
- * Return: 0 and *ret; -EOPNOTSUPP for WAKE_SOURCE_NONE; the open error of the
+ * Return: 0 and *ret; -EOPNOTSUPP for WAKE_SOURCE_NONE, or for
+ * WAKE_SOURCE_BPF when the kernel lacks what it needs; the open error of the
  * (last) source tried otherwise (-EPERM without privileges, -ENOENT without
  * tracefs or replay file). *ret untouched on failure.
  */

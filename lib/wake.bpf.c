@@ -170,6 +170,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 sample_shift = 0; /* count 1 in 2^sample_shift calls */
 const volatile __u8 skip_kthreads = 1;
+const volatile __u8 read_flips = 1;        /* 0: the kernel lacks them (kernel-features.h) */
 const volatile __u64 thread_size = 16384;  /* THREAD_SIZE: the task's kernel stack */
 const volatile __u32 log_records = 1;      /* records per CPU in wake_log, a power of two */
 const volatile __u32 cache_sets = 1;       /* sets per CPU in edge_cache, a power of two */
@@ -445,14 +446,18 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
         struct wake_task_info r = {
                 .task = (__u64)(unsigned long)t,
                 .start_ns = t->start_boottime,
-                .decay_ts_jiffies = t->wakee_flip_decay_ts,
                 .tid = t->pid,
                 .tgid = t->tgid,
-                .flips = t->wakee_flips,
         };
-        struct task_struct *last = t->last_wakee;
-        if (last)
-                r.last_wakee = BPF_CORE_READ(last, pid);
+        /* Dead code, so never relocated, where the kernel lacks the fields. */
+        if (read_flips && bpf_core_field_exists(t->wakee_flips) &&
+            bpf_core_field_exists(t->wakee_flip_decay_ts) && bpf_core_field_exists(t->last_wakee)) {
+                r.decay_ts_jiffies = t->wakee_flip_decay_ts;
+                r.flips = t->wakee_flips;
+                struct task_struct *last = t->last_wakee;
+                if (last)
+                        r.last_wakee = BPF_CORE_READ(last, pid);
+        }
         bpf_probe_read_kernel(r.comm, sizeof(r.comm), t->comm);
         bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
         return 0;

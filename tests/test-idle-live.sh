@@ -51,6 +51,7 @@ start_latency_first() {
 cap_note() {
     local q max=0 lat
     q=$(cat "$cpu_sys/cpu$1/power/pm_qos_resume_latency_us" 2>/dev/null) || return 0
+    [ -e "$cpu_sys/cpu$1/cpuidle/state0" ] || return 0 # no cpuidle driver: no states to compare
     [[ $q =~ ^[0-9]+$ ]] && [ "$q" -gt 0 ] || return 0
     for lat in "$cpu_sys/cpu$1"/cpuidle/state*/latency; do
         [ "$(cat "$lat")" -gt "$max" ] && max=$(cat "$lat")

@@ -33,9 +33,16 @@ skip() {
 }
 ok() { echo "ok - $*"; }
 
+# Deadlines of the waits below are multiplied by PLACED_TEST_TIME_SCALE
+# (default 1) on slow machines (make check-kernels: qemu TCG); a wait ends
+# as soon as its condition holds, and durations that a state must last
+# (stays) are not scaled.
+time_scale=${PLACED_TEST_TIME_SCALE:-1}
+[[ $time_scale =~ ^[1-9][0-9]*$ ]] || time_scale=1
+
 # wait_for SECONDS COMMAND...: poll COMMAND every 50 ms until it succeeds.
 wait_for() {
-    local secs=$1
+    local secs=$(($1 * time_scale))
     shift
     local end=$((SECONDS + secs))
     until "$@" >/dev/null 2>&1; do
@@ -47,7 +54,7 @@ wait_for() {
 # wait_for_ms MILLISECONDS COMMAND...: poll COMMAND every 50 ms until it
 # succeeds; finer than wait_for for deadlines of a few ticks.
 wait_for_ms() {
-    local end=$((${EPOCHREALTIME//[.,]/} / 1000 + $1))
+    local end=$((${EPOCHREALTIME//[.,]/} / 1000 + $1 * time_scale))
     shift
     until "$@" >/dev/null 2>&1; do
         [ $((${EPOCHREALTIME//[.,]/} / 1000)) -ge "$end" ] && return 1
@@ -188,7 +195,7 @@ wait_packed() {
     t0=$(now_ms)
     if ! wait_for_ms 3000 pair_packed; then
         grep -v 'left alone' "$1" >&2
-        fail "pair not packed 3 s after placed started: affinities $(pair_affinity)"
+        fail "pair not packed $((3 * time_scale)) s after placed started: affinities $(pair_affinity)"
     fi
     packed_ms=$(($(now_ms) - t0))
 }
@@ -295,9 +302,20 @@ live_changes() {
 # its own cleanup (placed killed, journal replayed, workloads killed, values
 # checked), so a failed step does not hide the next ones. live_steps_done
 # fails the test when a step failed.
+# PLACED_LIVE_STEPS="placement:1+2 placement:3+4 idle:1" runs only the
+# listed steps of the tests it names (test-NAME-live.sh); the steps of other
+# tests all run. make check-kernels picks some under qemu's TCG, where each
+# step is slow.
 _live_failed_steps=()
+_live_name=$(basename "$0" .sh)
+_live_name=${_live_name#test-}
+_live_name=${_live_name%-live}
 live_step() {
-    local rc
+    local rc steps=" ${PLACED_LIVE_STEPS:-} "
+    if [[ $steps == *" $_live_name:"* && $steps != *" $_live_name:$1 "* ]]; then
+        echo "step $1 not run (PLACED_LIVE_STEPS=$PLACED_LIVE_STEPS)"
+        return 0
+    fi
     set +e
     (
         set -e

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Fetches one of Debian's kernel images and unpacks it into a cache:
+#
+#   tests/kernels/fetch-kernel.sh CACHE_DIR PACKAGE
+#
+# PACKAGE is a linux-image package or meta-package (linux-image-amd64,
+# linux-image-6.12-amd64); a meta-package is followed to the image it
+# depends on. The .deb is downloaded with apt-get download into
+# CACHE_DIR/debs (kept: a second run downloads nothing) and unpacked with
+# dpkg-deb -x into CACHE_DIR/KVER/ (vmlinuz in boot/, modules in
+# lib/modules/KVER). Prints KVER, the kernel release, on stdout.
+set -euo pipefail
+cache=${1:?usage: fetch-kernel.sh CACHE_DIR PACKAGE}
+pkg=${2:?usage: fetch-kernel.sh CACHE_DIR PACKAGE}
+mkdir -p "$cache/debs"
+cache=$(cd "$cache" && pwd)
+
+# Follow meta-packages (linux-image-amd64 -> linux-image-6.1.0-NN-amd64).
+for _ in 1 2 3; do
+    dep=$(apt-cache depends "$pkg" 2>/dev/null | awk '/^ *Depends: linux-image-[0-9]/ { print $2; exit }')
+    [ -n "$dep" ] || break
+    pkg=$dep
+done
+kver=${pkg#linux-image-}
+kver=${kver%-unsigned}
+[[ $kver =~ ^[0-9]+\.[0-9]+ ]] ||
+    { echo "fetch-kernel: $2 does not lead to a versioned linux-image package (got $pkg)" >&2; exit 1; }
+
+if [ ! -f "$cache/$kver/boot/vmlinuz-$kver" ]; then
+    deb=$(ls "$cache/debs/${pkg}_"*.deb 2>/dev/null | head -n 1 || true)
+    if [ -z "$deb" ]; then
+        echo "fetch-kernel: downloading $pkg" >&2
+        (cd "$cache/debs" && apt-get download "$pkg" >&2) ||
+            { echo "fetch-kernel: apt-get download $pkg failed (run apt-get update?)" >&2; exit 1; }
+        deb=$(ls "$cache/debs/${pkg}_"*.deb | head -n 1)
+    fi
+    rm -rf "$cache/$kver.tmp"
+    dpkg-deb -x "$deb" "$cache/$kver.tmp"
+    [ -f "$cache/$kver.tmp/boot/vmlinuz-$kver" ] ||
+        { echo "fetch-kernel: $deb holds no boot/vmlinuz-$kver" >&2; exit 1; }
+    rm -rf "${cache:?}/$kver"
+    mv "$cache/$kver.tmp" "$cache/$kver"
+fi
+echo "$kver"
