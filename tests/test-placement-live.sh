@@ -36,16 +36,28 @@ step_pack_and_sigterm() {
     grep -q "Placing pair group .*sched-pipe" "$T/balanced.log" ||
         fail "packed, but placed did not log placing a pair: $(cat "$T/balanced.log")"
     ok "1. pair $pair_parent/$pair_child packed onto CPU $(cpus_allowed "$pair_parent") ${packed_ms} ms after placed started"
-    # The trial: kept because the pair measured faster packed than spread.
-    wait_for_ms 3000 grep -q "Keeping pair group .*handoffs/s placed" "$T/balanced.log" ||
+    # The trial: kept because the pair measured faster packed than spread. On
+    # a real CPU a lockstep pair always gains; under emulation (qemu TCG,
+    # PLACED_PACKING_MAY_LOSE=1) it may not, and then the verdict must agree
+    # with its own figures: handed back because it did worse.
+    local verdict placed kernel
+    wait_for_ms 3000 grep -Eq "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log" ||
         fail "1. no verdict on the packed pair's trial: $(cat "$T/balanced.log")"
-    local verdict
-    verdict=$(grep -m1 "Keeping pair group" "$T/balanced.log")
-    local placed kernel
-    read -r placed kernel < <(echo "$verdict" |
-        sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
-    [ "$placed" -gt "$kernel" ] || fail "1. kept without gaining: $verdict"
-    ok "1. trial kept: ${verdict#*: }"
+    verdict=$(grep -m1 -E "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log")
+    case $verdict in
+    *Keeping*)
+        read -r placed kernel < <(echo "$verdict" |
+            sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
+        [ "$placed" -gt "$kernel" ] || fail "1. kept without gaining: $verdict"
+        ;;
+    *)
+        [ -n "${PLACED_PACKING_MAY_LOSE:-}" ] || fail "1. a lockstep pair did worse packed: $verdict"
+        read -r kernel placed < <(echo "$verdict" |
+            sed -E 's/.*did worse \(([0-9]+) -> ([0-9]+) handoffs\/s.*/\1 \2/')
+        [ "$placed" -lt "$kernel" ] || fail "1. handed back without losing: $verdict"
+        ;;
+    esac
+    ok "1. trial verdict: ${verdict#*: }"
 
     placed_stop TERM
     [ "$placed_rc" -eq 0 ] || fail "2. placed exited $placed_rc on SIGTERM"
@@ -56,7 +68,15 @@ step_pack_and_sigterm() {
 
 step_sigkill_and_restore() {
     pair_start
+    # What is tested here is the journal, not the trial: a trial that lasts
+    # the whole step keeps the pair packed until the SIGKILL wherever
+    # packing pays or not (under emulation it may not).
+    live_profiles_dir=$T/profiles
+    mkdir -p "$live_profiles_dir"
+    cp "$PLACED_SRC"/conf/profiles/*.conf "$live_profiles_dir/"
+    printf '\n[trial]\nticks = 60\n' >>"$live_profiles_dir/balanced.conf"
     live_placed_start balanced
+    live_profiles_dir=""
     wait_packed "$T/balanced.log"
     local cpu first
     cpu=$(cpus_allowed "$pair_parent")

@@ -234,7 +234,7 @@ live_placed_start() {
     rm -f "$T/$name.log"
     # Debug level: a failure shows why placed left a group alone.
     "$placed_bin" --foreground --bus none --interval-ms 200 --log-level debug \
-        --config "$T/$name.conf" --profiles-dir "$PLACED_SRC/conf/profiles" \
+        --config "$T/$name.conf" --profiles-dir "${live_profiles_dir:-$PLACED_SRC/conf/profiles}" \
         --journal-dir "$T/journal" "$@" \
         >"$T/$name.log" 2>&1 &
     placed_pid=$!
