@@ -472,7 +472,9 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
                         continue;
                 int r = act_affinity_apply(p->affinity, id, &pg->cpus, &res, &applied);
                 if (r < 0) {
-                        if (!act_affinity_error_is_transient(r))
+                        /* A journal that cannot be written was reported once already. */
+                        if (!act_affinity_error_is_transient(r) &&
+                            journal_write_error(env->journal) == 0)
                                 log_warning_errno(r, "Cannot set the affinity of task %d: %m",
                                                   (int)id->tid);
                         continue;
