@@ -344,7 +344,9 @@ static int append_record(Journal *j, const char *type, const char *kind, const c
         if (r >= 0 && j->opts.sync(j->fd) < 0)
                 r = negative_errno();
         if (r < 0) {
-                (void)ftruncate(j->fd, j->size); /* retried before the next record */
+                if (ftruncate(j->fd, j->size) < 0) {
+                        /* retried before the next record */
+                }
                 note_write_result(j, r);
                 return r;
         }

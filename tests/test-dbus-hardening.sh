@@ -21,37 +21,7 @@ helper=$PLACED_BUILD/helpers/bus-helper
 profiles=$PLACED_SRC/conf/profiles
 [ -x "$placed" ] && [ -x "$helper" ] || fail "build placed and tests/helpers first (make check)"
 
-chmod 711 "$T"
-mkdir -m 755 "$T/bus"
-cat >"$T/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$T/bus/socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <policy user="root">
-    <allow own="org.freedesktop.PolicyKit1"/>
-    <allow send_destination="org.freedesktop.PolicyKit1"/>
-  </policy>
-  <include>$PLACED_SRC/systemd/org.placed1.conf</include>
-</busconfig>
-EOF
+write_bus_config '<allow own="org.freedesktop.PolicyKit1"/><allow send_destination="org.freedesktop.PolicyKit1"/>'
 ADDR=unix:path=$T/bus/socket
 start_bus() {
     rm -f "$T/bus/socket"

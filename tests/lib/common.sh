@@ -65,6 +65,42 @@ wait_for_ms() {
 # now_ms: monotonic enough for measuring a few seconds in a test.
 now_ms() { echo $((${EPOCHREALTIME//[.,]/} / 1000)); }
 
+# write_bus_config ROOT_POLICY: a private system-type bus at $T/bus/socket
+# ($T/bus.conf): Debian's system.conf policy in miniature, placed's own
+# policy file, and ROOT_POLICY (XML rules) for root.
+write_bus_config() {
+    chmod 711 "$T"
+    mkdir -p -m 755 "$T/bus"
+    cat >"$T/bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$T/bus/socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+  </policy>
+  <policy user="root">
+    $1
+  </policy>
+  <include>$PLACED_SRC/systemd/org.placed1.conf</include>
+</busconfig>
+EOF
+}
+
 # A minimal configuration in $T: defaults, journal in $T/journal.
 write_config() {
     mkdir -p "$T/etc"
