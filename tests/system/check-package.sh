@@ -4,7 +4,8 @@
 #   tests/system/check-package.sh DEB_DIR
 #
 # DEB_DIR holds what "make deb" built (placed_VERSION_ARCH.deb, the source
-# package and the .changes); not under /tmp, which the namespace does not see.
+# package and the .changes); under /tmp, which the namespace does not see,
+# it is copied to /var/tmp first.
 #   1. lintian on the .changes (source and binary) and the .deb: no error, no
 #      warning; the files sit where Debian puts them, /etc/placed/placed.conf
 #      is a conffile;
@@ -46,7 +47,14 @@ ok() { echo "ok - $* [${SECONDS}s]"; }
 for tool in apt-get dpkg-buildpackage dh lintian unshare nsenter perf; do
     command -v "$tool" >/dev/null || fail "$tool is missing: run make deps"
 done
-case $debdir in /tmp | /tmp/*) fail "$debdir is under /tmp, which the namespace does not see" ;; esac
+staged=
+case $debdir in /tmp | /tmp/*)
+    # The namespace has a /tmp of its own: it installs from a copy it sees.
+    staged=$(mktemp -d /var/tmp/placed-package-debs.XXXXXX)
+    find "$debdir" -maxdepth 1 -type f -exec cp -a {} "$staged/" \;
+    debdir=$staged
+    ;;
+esac
 
 debs=("$debdir"/placed_*.deb)
 [ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "expected one placed_*.deb in $debdir (make deb)"
@@ -107,6 +115,7 @@ cleanup() {
     [ -n "$pair" ] && in_ns kill -KILL -- "-$pair" 2>/dev/null
     ns_poweroff
     rm -rf "$upgrade_dir"
+    [ -n "$staged" ] && rm -rf "$staged"
     if [ $rc -eq 0 ]; then
         host_state >"$work/host.after"
         if ! diff -u "$work/host.before" "$work/host.after" >"$work/host.diff"; then
