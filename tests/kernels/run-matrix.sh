@@ -82,11 +82,13 @@ ENV
         -machine q35 -accel "$accel" -cpu max -smp 2 -m "$mem" \
         -nodefaults -no-reboot -display none -monitor none -serial "file:$res/console.log" \
         -kernel "$vmlinuz" -initrd "$res/initramfs.img" \
-        -append "console=ttyS0 panic=-1 loglevel=4 maxcpus=1 placed_init=$here/guest-init.sh" \
+        -append "console=ttyS0 panic=-1 loglevel=4 maxcpus=1 placed_init=$here/guest-init.sh placed_src=$src" \
         -fsdev local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap \
         -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
         -fsdev "local,id=results,path=$res,security_model=none" \
         -device virtio-9p-pci,fsdev=results,mount_tag=results \
+        -fsdev "local,id=srctree,path=$src,readonly=on,security_model=none,multidevs=remap" \
+        -device virtio-9p-pci,fsdev=srctree,mount_tag=srctree \
         </dev/null >"$res/qemu.log" 2>&1 || true
     secs=$((SECONDS - start))
     summary=$(cat "$res/summary" 2>/dev/null || true)
