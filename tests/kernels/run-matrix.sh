@@ -27,7 +27,7 @@
 # that sees it early goes on at once), PLACED_LIVE_STEPS (the steps of the
 # live shell tests to run, see tests/lib/common.sh; default: of the placement
 # test, pack and restore), PLACED_TEST_SKIP (cmocka tests of the live
-# sampler test to skip, default test_perf_mix).
+# sampler test to skip, default the meshes and mixes: test_*_m*).
 set -euo pipefail
 build=${1:?usage: run-matrix.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,10 +49,12 @@ time_scale=${PLACED_TEST_TIME_SCALE:-5}
 # Under TCG every step takes seconds: of the placement test, pack and
 # restore (SIGTERM; SIGKILL and --restore); the rest runs on the host.
 live_steps=${PLACED_LIVE_STEPS-placement:1+2 placement:3+4}
-# Sampling every wakeup of three workloads at once, the perf sampler starves
-# TCG's two emulated CPUs (the two meshes fall below the model's rates in
-# turn): it is tested there on each workload alone, the mix with BPF.
-skip_tests=${PLACED_TEST_SKIP-test_perf_mix}
+# Under TCG perf bench messaging's groups wake below the model's rates
+# (strong_min_rate) on some runs, more often on 6.12, and are classified
+# solo: the meshes (alone and in the mix) are told apart on the host only;
+# here the sampler's pair, fan-out, TCP and UDP pairs, exact counts and
+# fallbacks are tested with BPF and perf.
+skip_tests=${PLACED_TEST_SKIP-test_*_m*}
 
 command -v qemu-system-x86_64 >/dev/null ||
     { echo "check-kernels: qemu-system-x86_64 is not installed (make deps)" >&2; exit 1; }
