@@ -37,8 +37,9 @@ typedef struct Group {
         double runq_wait;       /* CPUs' worth of run-queue wait: how many of its tasks
                                    waited for a CPU, on average over the last tick */
         double wake_rate;       /* wakeups per second inside the group (decayed) */
-        double handoff_rate;    /* the same over the last tick alone: the group's progress,
-                                   which a trial placement is judged by */
+        double handoff_rate;    /* the group's progress over the last tick, which a trial
+                                   placement is judged by: its members' times on a CPU
+                                   per second (hand-offs), wakeups/s where unknown */
         CpuSet cpus;            /* CPUs its tasks are allowed on now */
         CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */
 } Group;
