@@ -818,9 +818,8 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                  * to (measured: 129k -> 79k wakeups/s for a pair that ran
                  * 1.4x faster packed). Wakeups stand in where the run
                  * counts are not known. */
-                out->handoff_rate = slices && measured
-                                            ? (double)slices * 1e9 / (double)dt_ns
-                                            : comp->intra_tick_rate;
+                out->handoff_rate = slices && measured ? (double)slices * 1e9 / (double)dt_ns
+                                                       : comp->intra_tick_rate;
                 out->unmeasured = !measured;
         }
         qsort(groups, s->n_comps, sizeof(Group), cmp_group_id);
