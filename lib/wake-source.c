@@ -222,11 +222,14 @@ struct WakeSource {
 
 /* ---- perf ----------------------------------------------------------------- */
 
-#define PERF_RING_PAGES    128 /* data pages per CPU: 512 KiB, ~9000 samples */
-#define TRACE_FLAG_HARDIRQ 0x08
-#define TRACE_FLAG_SOFTIRQ 0x10 /* serving a softirq (not merely bottom halves off) */
-#define TRACE_FLAG_NMI     0x40
-#define PF_KTHREAD         0x00200000U
+#define PERF_RING_PAGES 128 /* data pages per CPU: 512 KiB, ~9000 samples */
+/* On small machines a CPU carries more of the wakeups: four times that. */
+#define PERF_RING_PAGES_SMALL 512
+#define PERF_SMALL_CPUS       16
+#define TRACE_FLAG_HARDIRQ    0x08
+#define TRACE_FLAG_SOFTIRQ    0x10 /* serving a softirq (not merely bottom halves off) */
+#define TRACE_FLAG_NMI        0x40
+#define PF_KTHREAD            0x00200000U
 
 /* Reads the tracepoint id and the offsets of pid, comm and common_flags. */
 static int perf_read_format(WakeSource *s, const char *tracefs, uint64_t *ret_id) {
@@ -311,7 +314,8 @@ static int perf_source_open(WakeSource *s) {
                                 continue; /* offline CPU */
                         return negative_errno();
                 }
-                size_t size = page * (PERF_RING_PAGES + 1);
+                size_t pages = n <= PERF_SMALL_CPUS ? PERF_RING_PAGES_SMALL : PERF_RING_PAGES;
+                size_t size = page * (pages + 1);
                 void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 if (base == MAP_FAILED) {
                         r = negative_errno();
@@ -319,7 +323,7 @@ static int perf_source_open(WakeSource *s) {
                         return r;
                 }
                 s->rings[s->n_rings++] =
-                        (PerfRing){ .fd = fd, .base = base, .data_size = page * PERF_RING_PAGES };
+                        (PerfRing){ .fd = fd, .base = base, .data_size = page * pages };
         }
         return s->n_rings > 0 ? 0 : -ENODEV;
 }
@@ -643,9 +647,9 @@ WakeSource *wake_source_free(WakeSource *s) {
         if (!s)
                 return NULL;
         bpf_wake_free(s->bpf);
-        size_t size = (size_t)sysconf(_SC_PAGESIZE) * (PERF_RING_PAGES + 1);
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
         for (unsigned i = 0; i < s->n_rings; i++) {
-                munmap(s->rings[i].base, size);
+                munmap(s->rings[i].base, s->rings[i].data_size + page);
                 close(s->rings[i].fd);
         }
         free(s->rings);
