@@ -132,23 +132,30 @@ static void leave(PlanGroup *pg) {
 
 /* ---- pairs ---- */
 
-/* The least loaded CPU of cand that has room for util; prefer keeps ties. */
-static int pick_cpu(const Ctx *c, const CpuSet *cand, double util, int prefer) {
+/* The least (busiest: the most) loaded CPU of cand whose load plus util
+ * stays within cap; prefer keeps ties. */
+static int pick_cpu_within(const Ctx *c, const CpuSet *cand, double util, double cap, int prefer,
+                           bool busiest) {
         int best = -1;
         double best_load = 0;
         CPUSET_FOREACH (cpu, cand) {
                 if ((unsigned)cpu >= c->t->n_cpus)
                         break;
                 double l = cpu_load(c, cpu);
-                if (l + util > 1.0 + 1e-9)
+                if (l + util > cap + 1e-9)
                         continue;
-                if (best < 0 || l < best_load - 1e-9 ||
-                    (fabs(l - best_load) <= 1e-9 && cpu == prefer)) {
+                double better = busiest ? l - best_load : best_load - l;
+                if (best < 0 || better > 1e-9 || (fabs(l - best_load) <= 1e-9 && cpu == prefer)) {
                         best = cpu;
                         best_load = l;
                 }
         }
         return best;
+}
+
+/* The least loaded CPU of cand that has room for util; prefer keeps ties. */
+static int pick_cpu(const Ctx *c, const CpuSet *cand, double util, int prefer) {
+        return pick_cpu_within(c, cand, util, 1.0, prefer, false);
 }
 
 /* The masks a pair widens through, narrowest first. Return: how many. */
@@ -308,22 +315,9 @@ static int pick_cpu_consolidated(const Ctx *c, const CpuSet *allowed, double nee
         /* A pair that fills a CPU alone still gets one; smaller ones share with headroom. */
         double cap = MAX(headroom(c), need);
         for (unsigned k = 0; k < n; k++) {
-                int best = -1;
-                double best_load = 0;
                 CpuSet m;
                 cpuset_and(&m, &c->units[r[k].unit].cpus, allowed);
-                CPUSET_FOREACH (cpu, &m) {
-                        if ((unsigned)cpu >= c->t->n_cpus)
-                                break;
-                        double l = cpu_load(c, cpu);
-                        if (l + need > cap + 1e-9)
-                                continue;
-                        if (best < 0 || l > best_load + 1e-9 ||
-                            (fabs(l - best_load) <= 1e-9 && cpu == prefer)) {
-                                best = cpu;
-                                best_load = l;
-                        }
-                }
+                int best = pick_cpu_within(c, &m, need, cap, prefer, true);
                 if (best >= 0) {
                         bool stay = prefer >= 0 && cpuset_isset(&m, prefer) &&
                                     cpu_load(c, prefer) + need <= cap + 1e-9;
