@@ -45,6 +45,7 @@
 #include <json.h>
 
 #include "macro.h"
+#include "policy-internal.h"
 
 /* The share of a pair's spread run time a CPU must have free to try it there. */
 #define PAIR_FIT_SHARE 0.5
@@ -116,15 +117,14 @@ static void compute_background(Ctx *c) {
         }
 }
 
-static void set_reason(PlanGroup *pg, const char *fmt, ...) _printf_(2, 3);
-static void set_reason(PlanGroup *pg, const char *fmt, ...) {
+void policy_set_reason(PlanGroup *pg, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(pg->reason, sizeof(pg->reason), fmt, ap);
         va_end(ap);
 }
 
-static void leave(PlanGroup *pg) {
+void policy_leave(PlanGroup *pg) {
         pg->managed = false;
         cpuset_zero(&pg->cpus);
         pg->home = -1;
@@ -200,18 +200,19 @@ static int pick_cpu_consolidated(const Ctx *c, const CpuSet *allowed, double nee
 static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
                         PlanGroup *pg) {
         if (c->p->pair_placement == PAIR_PLACEMENT_NONE) {
-                set_reason(pg, "pair: the profile leaves pairs to the kernel");
-                return leave(pg);
+                policy_set_reason(pg, "pair: the profile leaves pairs to the kernel");
+                return policy_leave(pg);
         }
         bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1 ||
                       cpuset_count(&g->ran_on) == 1;
         double overlap = g->util - 1.0;
         if (!packed && overlap * 100 > c->p->pair_max_overlap_pct) {
-                set_reason(pg,
-                           "pair: its tasks ran at once for %.0f%% of a CPU, more than "
-                           "max_overlap_pct=%u (a stream, not hand-offs); left to the kernel",
-                           overlap * 100, c->p->pair_max_overlap_pct);
-                return leave(pg);
+                policy_set_reason(
+                        pg,
+                        "pair: its tasks ran at once for %.0f%% of a CPU, more than "
+                        "max_overlap_pct=%u (a stream, not hand-offs); left to the kernel",
+                        overlap * 100, c->p->pair_max_overlap_pct);
+                return policy_leave(pg);
         }
         int prev_cpu = prev && prev->managed ? cpuset_first(&prev->cpus) : -1;
         /* On one CPU it uses at most that CPU, and how much less than its
@@ -233,23 +234,26 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
                         cpu = prev_cpu;
         }
         if (cpu < 0) {
-                set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU", fit * 100);
-                return leave(pg);
+                policy_set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU",
+                                  fit * 100);
+                return policy_leave(pg);
         }
         CpuSet levels[4];
         unsigned n = pair_levels(c, cpu, allowed, levels);
         if (pg->widen >= n - 1) {
-                set_reason(pg, "pair: widened %u times for run-queue delay; left to the kernel",
-                           pg->widen);
-                return leave(pg);
+                policy_set_reason(pg,
+                                  "pair: widened %u times for run-queue delay; left to the kernel",
+                                  pg->widen);
+                return policy_leave(pg);
         }
         pg->managed = true;
         pg->cpus = levels[pg->widen];
         pg->home = unit_of(c, cpu);
-        set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, %s%s", g->util * 100,
-                   cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
-                   consolidated ? "with the consolidated work" : "the least busy where it ran",
-                   pg->widen ? ", widened for run-queue delay" : "");
+        policy_set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, %s%s", g->util * 100,
+                          cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
+                          consolidated ? "with the consolidated work"
+                                       : "the least busy where it ran",
+                          pg->widen ? ", widened for run-queue delay" : "");
 }
 
 /* ---- meshes and fan-outs ---- */
@@ -394,8 +398,8 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
         SpreadPlacement mode =
                 g->class == GROUP_MESH ? c->p->mesh_placement : c->p->fanout_placement;
         if (mode == SPREAD_PLACEMENT_NONE) {
-                set_reason(pg, "%s: the profile leaves it to the kernel", cls);
-                return leave(pg);
+                policy_set_reason(pg, "%s: the profile leaves it to the kernel", cls);
+                return policy_leave(pg);
         }
         bool pack = mode == SPREAD_PLACEMENT_PACK;
         /* Demand is what ran plus what waited to run (Little's law): forty
@@ -413,8 +417,8 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
 
         UnitRank *r = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
         if (!r) {
-                set_reason(pg, "%s: out of memory", cls);
-                return leave(pg);
+                policy_set_reason(pg, "%s: out of memory", cls);
+                return policy_leave(pg);
         }
         unsigned n = rank_units(c, allowed, prev, mode, r);
         CpuSet mask;
@@ -432,21 +436,22 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
         int home = ok && n > 0 ? (int)r[0].unit : -1;
         free(r);
         if (!ok || cpuset_equal(&mask, allowed)) {
-                set_reason(pg,
-                           "%s: %.1f CPUs' worth (%.1f ran, %.1f waited) needs every allowed CPU; "
-                           "left to the kernel",
-                           cls, demand, g->util, g->runq_wait);
-                return leave(pg);
+                policy_set_reason(
+                        pg,
+                        "%s: %.1f CPUs' worth (%.1f ran, %.1f waited) needs every allowed CPU; "
+                        "left to the kernel",
+                        cls, demand, g->util, g->runq_wait);
+                return policy_leave(pg);
         }
         pg->managed = true;
         pg->cpus = mask;
         pg->home = unit_of(c, cpuset_first(&mask));
         if (home >= 0)
                 c->homes[home]++;
-        set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s", cls, g->n_tasks, g->util,
-                   pack ? "packed" : "homed", cpuset_count(&mask),
-                   c->core_level ? "CPUs of the cores" : "CPUs of the LLCs", " with most room",
-                   pg->widen ? ", widened for run-queue delay" : "");
+        policy_set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s", cls, g->n_tasks,
+                          g->util, pack ? "packed" : "homed", cpuset_count(&mask),
+                          c->core_level ? "CPUs of the cores" : "CPUs of the LLCs",
+                          " with most room", pg->widen ? ", widened for run-queue delay" : "");
 }
 
 /* ---- per group ---- */
@@ -459,87 +464,6 @@ static const PlanGroup *find_prev(const Plan *prev, const Group *g) {
 static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
         return !prev->managed ||
                (!cpuset_is_empty(&prev->cpus) && cpuset_is_subset(&prev->cpus, allowed));
-}
-
-/* Return: the back-off after the reverts-th revert in a row. */
-static uint64_t trial_backoff_ns(const Profile *p, unsigned reverts) {
-        return (uint64_t)p->trial_backoff_ms * 1000000ULL << MIN(MAX(reverts, 1u) - 1, 4u);
-}
-
-/* Return: a mean that weighs the newest figure as much as all before it. */
-static double recent_mean(double mean, unsigned n, double x) {
-        return n ? (mean + x) / 2 : x;
-}
-
-/*
- * The trial (see PlanTrial in policy.h), after the tick's decision: learn
- * the figures to beat while the kernel places the group, start a trial when
- * the decision places it anew (unless a revert's back-off runs), and judge
- * the trial once measured. A revert is feedback: it overrides the dwell.
- */
-static void trial_step(const Ctx *c, const Group *g, const PlanGroup *prev, PlanGroup *pg) {
-        const Profile *p = c->p;
-        PlanTrial t = prev ? prev->trial : (PlanTrial){ 0 };
-        bool was = prev && prev->managed && !prev->waiting;
-        double delay = (double)g->runq_delay_us;
-        const char *cls = group_class_to_string(g->class);
-
-        if (g->unmeasured) {
-                pg->trial = t; /* nothing to learn this tick */
-                return;
-        }
-        if (!was) {
-                t.before_rate = recent_mean(t.before_rate, t.before_ticks, g->handoff_rate);
-                t.before_delay_us = recent_mean(t.before_delay_us, t.before_ticks, delay);
-                t.before_ticks++;
-                if (pg->managed && t.verdict == TRIAL_REVERTED && c->in->now_ns < t.retry_ns) {
-                        set_reason(pg,
-                                   "%s: placed, it did worse (%.0f -> %.0f handoffs/s); not "
-                                   "tried again for %" PRIu64 " s after that",
-                                   cls, t.before_rate, t.after_rate,
-                                   (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
-                        leave(pg);
-                } else if (pg->managed) {
-                        t.verdict = TRIAL_RUNNING;
-                        t.after_rate = t.after_delay_us = 0;
-                        t.after_ticks = 0;
-                }
-                pg->trial = t;
-                return;
-        }
-        if (t.verdict == TRIAL_RUNNING && !pg->managed) {
-                t.verdict = TRIAL_NONE; /* cut short: widened out, or its CPUs went */
-        } else if (t.verdict == TRIAL_RUNNING && c->in->advise) {
-                ; /* nothing applied: nothing to measure */
-        } else if (t.verdict == TRIAL_RUNNING) {
-                t.after_rate =
-                        (t.after_rate * t.after_ticks + g->handoff_rate) / (t.after_ticks + 1);
-                t.after_delay_us = (t.after_delay_us * t.after_ticks + delay) / (t.after_ticks + 1);
-                t.after_ticks++;
-        }
-        if (t.verdict == TRIAL_RUNNING && t.after_ticks >= p->trial_ticks) {
-                bool slower = t.after_rate * 100 < t.before_rate * p->trial_keep_pct;
-                bool waits = t.after_delay_us > p->runq_delay_budget_us &&
-                             t.after_delay_us > t.before_delay_us;
-                if (slower || waits) {
-                        t.verdict = TRIAL_REVERTED;
-                        t.reverts++;
-                        uint64_t backoff = trial_backoff_ns(p, t.reverts);
-                        t.retry_ns = c->in->now_ns + backoff;
-                        t.before_ticks = 0; /* a fresh baseline after the revert */
-                        set_reason(pg,
-                                   "%s: placed, it did worse (%.0f -> %.0f handoffs/s, run-queue "
-                                   "delay %.0f -> %.0f us); handed back, not tried again for "
-                                   "%" PRIu64 " s",
-                                   cls, t.before_rate, t.after_rate, t.before_delay_us,
-                                   t.after_delay_us, (uint64_t)(backoff / 1000000000ULL));
-                        leave(pg);
-                } else {
-                        t.verdict = TRIAL_KEPT;
-                        t.reverts = 0;
-                }
-        }
-        pg->trial = t;
 }
 
 static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup *pg) {
@@ -563,25 +487,26 @@ static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup 
         if (keep) {
                 *pg = *prev;
         } else if (g->class == GROUP_SOLO) {
-                set_reason(pg, "solo: no strong wake relation; left to the kernel");
-                leave(pg);
+                policy_set_reason(pg, "solo: no strong wake relation; left to the kernel");
+                policy_leave(pg);
         } else if (g->unmeasured) {
                 /* Zero run time is not "light": a hackbench mesh looks idle
                  * until its first full tick is measured. */
-                set_reason(pg, "%s: utilisation not measured yet; left to the kernel",
-                           group_class_to_string(g->class));
-                leave(pg);
+                policy_set_reason(pg, "%s: utilisation not measured yet; left to the kernel",
+                                  group_class_to_string(g->class));
+                policy_leave(pg);
                 pg->waiting = true;
         } else if (cpuset_is_empty(&allowed)) {
-                set_reason(pg, "%s: no online CPU in its cpuset", group_class_to_string(g->class));
-                leave(pg);
+                policy_set_reason(pg, "%s: no online CPU in its cpuset",
+                                  group_class_to_string(g->class));
+                policy_leave(pg);
         } else if (g->class == GROUP_PAIR) {
                 decide_pair(c, g, &allowed, prev, pg);
         } else {
                 decide_spread(c, g, &allowed, prev, pg);
         }
         if (g->class != GROUP_SOLO)
-                trial_step(c, g, prev, pg);
+                trial_step(c->p, c->in, g, prev, pg);
 
         if (prev && !prev->waiting && !pg->waiting && prev->managed == pg->managed &&
             (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {
@@ -813,16 +738,6 @@ bool plan_equal(const Plan *a, const Plan *b) {
                         return false;
         return memcmp(a->idle_max_exit_latency_us, b->idle_max_exit_latency_us,
                       a->n_cpus * sizeof(int)) == 0;
-}
-
-const char *trial_verdict_to_string(TrialVerdict v) {
-        static const char *const names[_TRIAL_VERDICT_MAX] = {
-                [TRIAL_NONE] = "none",
-                [TRIAL_RUNNING] = "running",
-                [TRIAL_KEPT] = "kept",
-                [TRIAL_REVERTED] = "reverted",
-        };
-        return (unsigned)v < _TRIAL_VERDICT_MAX ? names[v] : NULL;
 }
 
 const char *plan_slice_to_string(PlanSlice s) {
