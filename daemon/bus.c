@@ -35,12 +35,15 @@
  *     SetProfile(s name)                        UnknownProfile
  *     Reload()                                  ConfigInvalid ("FILE:LINE: ...")
  *     Restore()       undo every change, switch to advise mode
- *     ListGroups() -> a(tsaudtdss(sdddd))  per group: id, class, tids, util
+ *     ListGroups() -> a(tsaudtdss(sdddd)(ss))  per group: id, class, tids, util
  *                     (CPUs' worth), run-queue delay (us), wake rate (1/s),
  *                     allowed CPUs (cpulist), CPUs run on in the last tick
  *                     (cpulist), and its placement's trial: verdict ("none",
  *                     "running", "kept", "reverted"), handoffs/s left to the
- *                     kernel and placed, run-queue delay (us) then and placed
+ *                     kernel and placed, run-queue delay (us) then and placed;
+ *                     and the rule that decided: name ("" = none, the
+ *                     profile did) and action ("ignore", "latency-critical",
+ *                     "never-pack", "pack-with", "none")
  *     Explain(u tid) -> s                       UnknownTask
  *     WakeGraph() -> (a(uussdt) tasks, a(uudb) edges)  the model's wake graph:
  *                     per task tid, tgid, comm, class of its group ("" for
@@ -318,7 +321,7 @@ static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return bus_authorize_then(msg, userdata, "org.placed1.restore", restore_authorized, error);
 }
 
-/* One a(tsaudtdss(sdddd)) element; see the top of the file. */
+/* One a(tsaudtdss(sdddd)(ss)) element; see the top of the file. */
 static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group *g) {
         const PlanGroup *pg = manager_group_decision(m, g->id);
         const PlanTrial t = pg ? pg->trial : (PlanTrial){ 0 };
@@ -328,7 +331,7 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
         if (cpuset_to_string(&g->cpus, &cpus) < 0 || cpuset_to_string(&g->ran_on, &ran_on) < 0)
                 return -ENOMEM;
 
-        r = sd_bus_message_open_container(reply, 'r', "tsaudtdss(sdddd)");
+        r = sd_bus_message_open_container(reply, 'r', "tsaudtdss(sdddd)(ss)");
         if (r >= 0)
                 r = sd_bus_message_append(reply, "ts", g->id, group_class_to_string(g->class));
         if (r >= 0)
@@ -345,6 +348,10 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
                                           t.before_rate, t.after_rate, t.before_delay_us,
                                           t.after_delay_us);
         if (r >= 0)
+                r = sd_bus_message_append(
+                        reply, "(ss)", pg ? pg->rule : "",
+                        rule_action_to_string(pg ? pg->rule_action : RULE_ACTION_NONE));
+        if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
 }
@@ -355,7 +362,7 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tsaudtdss(sdddd))");
+                r = sd_bus_message_open_container(reply, 'a', "(tsaudtdss(sdddd)(ss))");
         for (unsigned i = 0; r >= 0 && i < m->n_groups; i++)
                 r = bus_append_group(reply, m, &m->groups[i]);
         if (r >= 0)
@@ -706,8 +713,9 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Restore", "", "", method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(tsaudtdss(sdddd))", SD_BUS_PARAM(groups),
-                                 method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(tsaudtdss(sdddd)(ss))",
+                                 SD_BUS_PARAM(groups), method_list_groups,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(tid), "s", SD_BUS_PARAM(explanation),
                                  method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("WakeGraph", "", , "a(uussdt)a(uudb)",

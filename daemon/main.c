@@ -29,6 +29,7 @@ typedef struct Args {
         Action action;
         ManagerOptions opts;
         char *dropin_dir;     /* owned: derived from --config */
+        char *rules_dir;      /* owned: rules.d next to --config */
         const char *snapshot; /* --plan: the model snapshot to plan for */
 } Args;
 
@@ -47,7 +48,9 @@ static void help(void) {
                "     --plan              Print as JSON the plan for a model snapshot, then exit\n"
                "     --snapshot FILE     The snapshot for --plan (\"placectl snapshot\" writes "
                "one)\n"
-               "  -c --config FILE       Main configuration file (drop-ins from FILE.d/)\n"
+               "  -c --config FILE       Main configuration file (drop-ins from FILE.d/, rules "
+               "from\n"
+               "                         rules.d/ beside FILE)\n"
                "                         [" PLACED_SYSCONFDIR "/placed/placed.conf]\n"
                "  -p --profile NAME      Profile to start with [from the configuration: balanced]\n"
                "     --profiles-dir DIR  Read profiles only from DIR\n"
@@ -162,6 +165,13 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         if (asprintf(&a->dropin_dir, "%s.d", optarg) < 0)
                                 return -ENOMEM;
                         a->opts.paths.dropin_dir = a->dropin_dir;
+                        free(a->rules_dir);
+                        if (asprintf(&a->rules_dir, "%.*s/rules.d",
+                                     strrchr(optarg, '/') ? (int)(strrchr(optarg, '/') - optarg)
+                                                          : 1,
+                                     strrchr(optarg, '/') ? optarg : ".") < 0)
+                                return -ENOMEM;
+                        a->opts.paths.rules_dir = a->rules_dir;
                         r = 0;
                         break;
                 case 'p':
@@ -327,6 +337,9 @@ static int plan(const Args *a) {
                 /* The snapshot's plan carries dwell times: only for its own profile. */
                 .prev = strcmp(profile->name, s->profile) == 0 ? s->prev : NULL,
                 .now_ns = s->now_ns,
+                /* the rule decisions written in the snapshot */
+                .rules = s->rules,
+                .latency_profile = config_find_profile(&c, "latency-first"),
         };
         r = policy_decide(&in, &p);
         if (r < 0) {
@@ -379,6 +392,7 @@ int main(int argc, char *argv[]) {
         int r = parse_argv(argc, argv, &a);
         if (r <= 0) {
                 free(a.dropin_dir);
+                free(a.rules_dir);
                 return r < 0 ? 2 : 0;
         }
 
@@ -397,5 +411,6 @@ int main(int argc, char *argv[]) {
                 break;
         }
         free(a.dropin_dir);
+        free(a.rules_dir);
         return r < 0 ? 1 : 0;
 }

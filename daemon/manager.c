@@ -467,13 +467,16 @@ const Group *manager_find_group(const Manager *m, pid_t tid) {
 }
 
 int manager_snapshot(const Manager *m, char **ret) {
-        unsigned n_loads = 0;
+        unsigned n_loads = 0, n_rules = 0;
         const Plan *plan = pipeline_plan(m->pipeline);
+        const GroupRule *rules = pipeline_group_rules_of(m->pipeline, &n_rules);
         PolicySnapshot s = {
                 .topology = (char *)m->opts.sysfs_root,
                 .now_ns = plan ? plan->now_ns : 0,
                 .groups = m->groups,
                 .n_groups = m->n_groups,
+                /* the same tick's, when it produced these groups */
+                .rules = n_rules == m->n_groups ? (GroupRule *)rules : NULL,
                 .loads = (CpuLoad *)pipeline_loads(m->pipeline, &n_loads),
                 .n_loads = n_loads,
                 .prev = (Plan *)plan,
@@ -534,14 +537,24 @@ int manager_explain(Manager *m, pid_t tid, char **ret) {
         char trial[256] = "";
         if (pg)
                 explain_trial(&pg->trial, trial, sizeof(trial));
+        /* The rule that decided, and where it is written. */
+        char rule[RULE_NAME_MAX + RULE_ORIGIN_MAX + 64] = "";
+        if (pg && pg->rule_action != RULE_ACTION_NONE) {
+                const char *origin = "";
+                for (unsigned i = 0; i < m->config.rules.n_rules; i++)
+                        if (strcmp(m->config.rules.rules[i].name, pg->rule) == 0)
+                                origin = m->config.rules.rules[i].origin;
+                snprintf(rule, sizeof(rule), " Rule \"%s\" (%s%s%s) decided.", pg->rule,
+                         rule_action_to_string(pg->rule_action), origin[0] ? ", " : "", origin);
+        }
         char *s;
         if (asprintf(&s,
                      "Task %d is in %s group %" PRIu64 " (%u tasks, %.2f CPUs, run-queue delay "
-                     "%" PRIu64 " us, %.0f wakeups/s), allowed on CPUs %s. Profile %s%s: %s.%s",
+                     "%" PRIu64 " us, %.0f wakeups/s), allowed on CPUs %s. Profile %s%s: %s.%s%s",
                      (int)tid, group_class_to_string(g->class), g->id, g->n_tasks, g->util,
                      g->runq_delay_us, g->wake_rate, cpus, m->profile->name,
                      m->mode == MANAGER_ADVISE ? " (advise mode, nothing applied)" : "",
-                     pg ? pg->reason : "no decision yet", trial) < 0)
+                     pg ? pg->reason : "no decision yet", rule, trial) < 0)
                 return -ENOMEM;
         *ret = s;
         return 0;

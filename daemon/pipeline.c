@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@
 #include "log.h"
 #include "policy.h"
 #include "proc-events.h"
+#include "rules.h"
 #include "task-stats.h"
 #include "wake-graph.h"
 #include "wake-source.h"
@@ -75,6 +77,8 @@ struct Pipeline {
 
         Plan *plan;
         char plan_profile[PROFILE_NAME_MAX]; /* a new profile decides afresh */
+        GroupRule *rules; /* the last tick's rule decision per group (parallel to its groups) */
+        unsigned n_rules;
 
         TaskId *managed; /* tasks whose affinity placed set (owned) */
         unsigned n_managed;
@@ -320,6 +324,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         plan_free(p->plan);
         free(p->loads);
         free(p->managed);
+        free(p->rules);
         free(p->managed_tgids);
         u64map_free(p->last_cpu);
         free(p);
@@ -423,10 +428,94 @@ static int pipeline_model(Pipeline *p, uint64_t now_ns, Group **ret, unsigned *r
         return 0;
 }
 
+/*
+ * The facts rules match a task by (comm, executable, cgroup, unit), read
+ * here in one place from the wake graph and procfs, only those some rule
+ * looks at. bufs holds the strings; s points into it.
+ */
+typedef struct SubjectBufs {
+        char comm[32], exe[4096], cgroup[1024], unit[256];
+} SubjectBufs;
+
+static int pipeline_rule_subject(const Pipeline *p, const PipelineEnv *env, pid_t tid,
+                                 unsigned needs, SubjectBufs *b, RuleSubject *s) {
+        WakeGraphTask t;
+        char path[PATH_MAX];
+
+        *s = (RuleSubject){ 0 };
+        if (wake_graph_get_task(p->graph, tid, 0, &t) <= 0)
+                return -ESRCH;
+        snprintf(b->comm, sizeof(b->comm), "%s", t.comm);
+        s->comm = b->comm;
+        if (needs & RULE_NEEDS_EXE) {
+                snprintf(path, sizeof(path), "%s/%d/exe", env->procfs_root, (int)t.tgid);
+                ssize_t n = readlink(path, b->exe, sizeof(b->exe) - 1);
+                if (n > 0) {
+                        b->exe[n] = '\0';
+                        s->exe = b->exe;
+                }
+        }
+        if ((needs & RULE_NEEDS_CGROUP) &&
+            exclude_read_cgroup(env->procfs_root, tid, b->cgroup, sizeof(b->cgroup)) >= 0) {
+                s->cgroup = b->cgroup;
+                if (rule_unit_from_cgroup(b->cgroup, b->unit, sizeof(b->unit)) >= 0)
+                        s->unit = b->unit;
+        }
+        return 0;
+}
+
+/*
+ * Each group's rule decision: every member's first matching rule, the
+ * strongest of them for the group, pack-with linked to the partner's group.
+ * A member whose facts cannot be read (it exited) matches nothing.
+ * Return: the array (parallel to groups; NULL without rules) or NULL on ENOMEM.
+ */
+static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env,
+                                       const Group *groups, unsigned n) {
+        const RuleSet *set = &env->config->rules;
+        if (set->n_rules == 0 || n == 0)
+                return NULL;
+        unsigned needs = rules_needs(set);
+        GroupRule *v = calloc(n, sizeof(*v));
+        uint64_t *ids = calloc(n, sizeof(*ids));
+        SubjectBufs *b = malloc(sizeof(*b));
+        if (!v || !ids || !b) {
+                free(ids);
+                free(b);
+                return mfree(v);
+        }
+        for (unsigned i = 0; i < n; i++) {
+                const Rule **matched = calloc(MAX(groups[i].n_tasks, 1u), sizeof(*matched));
+                if (!matched)
+                        continue;
+                for (unsigned k = 0; k < groups[i].n_tasks; k++) {
+                        RuleSubject s;
+                        if (pipeline_rule_subject(p, env, groups[i].tasks[k].tid, needs, b, &s) >=
+                            0)
+                                matched[k] = rules_match(set, &s);
+                }
+                rules_group_decide(set, matched, groups[i].n_tasks, &v[i]);
+                ids[i] = groups[i].id;
+                free(matched);
+        }
+        rules_link_partners(ids, v, n);
+        free(ids);
+        free(b);
+        return v;
+}
+
 static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups, unsigned n,
                            uint64_t now_ns, Plan **ret) {
         /* A new profile decides everything afresh: no dwell carried over. */
         const Plan *prev = strcmp(p->plan_profile, env->profile->name) == 0 ? p->plan : NULL;
+        Profile latency;
+        const Profile *lp = config_find_profile(env->config, "latency-first");
+        if (!lp && profile_defaults("latency-first", &latency) >= 0)
+                lp = &latency;
+
+        free(p->rules);
+        p->rules = pipeline_group_rules(p, env, groups, n);
+        p->n_rules = p->rules ? n : 0;
         PolicyInput in = {
                 .topo = env->topo,
                 .groups = groups,
@@ -437,20 +526,10 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
                 .prev = prev,
                 .now_ns = now_ns,
                 .advise = env->advise,
+                .rules = p->rules,
+                .latency_profile = lp,
         };
         return policy_decide(&in, ret);
-}
-
-static bool pipeline_excluded(Pipeline *p, const PipelineEnv *env, pid_t tid) {
-        WakeGraphTask t;
-        char cgroup[1024];
-
-        if (env->config->n_exclude_comm + env->config->n_exclude_cgroup == 0)
-                return false;
-        if (wake_graph_get_task(p->graph, tid, 0, &t) <= 0)
-                return true; /* unknown now: leave it alone */
-        bool have_cgroup = exclude_read_cgroup(env->procfs_root, tid, cgroup, sizeof(cgroup)) >= 0;
-        return exclude_match(env->config, t.comm, have_cgroup ? cgroup : NULL);
 }
 
 static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
@@ -468,8 +547,6 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
                 AffinityResult res;
                 CpuSet applied;
 
-                if (pipeline_excluded(p, env, id->tid))
-                        continue;
                 int r = act_affinity_apply(p->affinity, id, &pg->cpus, &res, &applied);
                 if (r < 0) {
                         /* A journal that cannot be written was reported once already. */
@@ -695,6 +772,11 @@ const IdleSampler *pipeline_idle_sampler(const Pipeline *p) {
 void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *ret_rapl_watts) {
         *ret_estimate = p ? p->energy : (EnergyEstimate){ 0 };
         *ret_rapl_watts = p && p->rapl ? p->rapl_watts : -1;
+}
+
+const GroupRule *pipeline_group_rules_of(const Pipeline *p, unsigned *ret_n) {
+        *ret_n = p ? p->n_rules : 0;
+        return p ? p->rules : NULL;
 }
 
 const WakeGraph *pipeline_graph(const Pipeline *p) {

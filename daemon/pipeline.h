@@ -92,5 +92,9 @@ const IdleSampler *pipeline_idle_sampler(const Pipeline *p);
 /* The energy estimate of the last tick; *ret_rapl_watts -1 where RAPL is absent. */
 void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *ret_rapl_watts);
 
+/* The rule decision per group of the last tick, parallel to its groups
+ * (NULL, 0 when no rules are configured). */
+const GroupRule *pipeline_group_rules_of(const Pipeline *p, unsigned *ret_n);
+
 /* The live wake graph (tasks, edges), for placectl graph --dot and explain. */
 const WakeGraph *pipeline_graph(const Pipeline *p);

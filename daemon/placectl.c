@@ -353,7 +353,8 @@ static int read_trial(sd_bus_message *reply, json_object *g) {
         return 0;
 }
 
-/* Reads one (tsaudtdss(sdddd)) group into a JSON object. Return: >0 read, 0 at the end, <0 error.
+/* Reads one (tsaudtdss(sdddd)(ss)) group into a JSON object. Return: >0 read, 0 at the end, <0
+ * error.
  */
 static int read_group(sd_bus_message *reply, json_object **ret) {
         const char *class, *cpus, *ran_on;
@@ -361,7 +362,7 @@ static int read_group(sd_bus_message *reply, json_object **ret) {
         double util, wake_rate;
         uint32_t tid;
 
-        int r = sd_bus_message_enter_container(reply, 'r', "tsaudtdss(sdddd)");
+        int r = sd_bus_message_enter_container(reply, 'r', "tsaudtdss(sdddd)(ss)");
         if (r <= 0)
                 return r;
         r = sd_bus_message_read(reply, "ts", &id, &class);
@@ -378,6 +379,15 @@ static int read_group(sd_bus_message *reply, json_object **ret) {
                                         &ran_on);
         if (r >= 0)
                 r = read_trial(reply, g);
+        const char *rule = "", *rule_action = "none";
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "(ss)", &rule, &rule_action);
+        if (r >= 0 && rule[0]) {
+                json_object *ro = json_object_new_object();
+                json_object_object_add(ro, "name", json_object_new_string(rule));
+                json_object_object_add(ro, "action", json_object_new_string(rule_action));
+                json_object_object_add(g, "rule", ro);
+        }
         if (r >= 0)
                 r = sd_bus_message_exit_container(reply);
         json_object_object_add(g, "id", json_object_new_uint64(id));
@@ -419,9 +429,12 @@ static void print_group_row(json_object *g) {
         if (json_object_object_get_ex(g, "trial", &t) && strcmp(status_str(t, "verdict"), "none"))
                 snprintf(trial, sizeof(trial), "%s %.0f->%.0f/s", status_str(t, "verdict"),
                          json_get_double(t, "before_rate"), json_get_double(t, "after_rate"));
-        printf("%-6s %-7s %5zu %6.2f %10s  %-12s %-24s %s\n", status_str(g, "id"),
+        json_object *rule = NULL;
+        json_object_object_get_ex(g, "rule", &rule);
+        printf("%-6s %-7s %5zu %6.2f %10s  %-12s %-24s %s%s%s%s\n", status_str(g, "id"),
                status_str(g, "class"), n, util, status_str(g, "runq_delay_us"),
-               status_str(g, "cpus"), trial, list);
+               status_str(g, "cpus"), trial, list, rule ? " (rule " : "",
+               rule ? status_str(rule, "name") : "", rule ? ")" : "");
 }
 
 static double json_get_double(json_object *o, const char *key) {
@@ -510,7 +523,7 @@ static int fetch_groups(sd_bus *bus, json_object **ret) {
         if (r != 0)
                 return r;
         groups = json_object_new_array();
-        r = sd_bus_message_enter_container(reply, 'a', "(tsaudtdss(sdddd))");
+        r = sd_bus_message_enter_container(reply, 'a', "(tsaudtdss(sdddd)(ss))");
         while (r >= 0 && (r = read_group(reply, &g)) > 0)
                 json_object_array_add(groups, g);
         sd_bus_message_unref(reply);

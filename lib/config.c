@@ -198,6 +198,7 @@ void config_paths_default(ConfigPaths *ret) {
                 .dropin_dir = PLACED_SYSCONFDIR "/placed/placed.conf.d",
                 .profiles_dir_usr = PLACED_DATADIR "/placed/profiles",
                 .profiles_dir_etc = PLACED_SYSCONFDIR "/placed/profiles",
+                .rules_dir = PLACED_SYSCONFDIR "/placed/rules.d",
         };
 }
 
@@ -233,6 +234,7 @@ void config_done(Config *c) {
                 return;
         strv_clear(c->exclude_comm, &c->n_exclude_comm);
         strv_clear(c->exclude_cgroup, &c->n_exclude_cgroup);
+        rules_done(&c->rules);
         config_defaults(c);
 }
 
@@ -944,6 +946,32 @@ static int config_check_default_profile(ConfigLoader *l) {
         return -ENOENT;
 }
 
+static void rules_diag(void *userdata, bool error, const char *message) {
+        ConfigLoader *l = userdata;
+        loader_diag(l, error ? CONFIG_DIAG_ERROR : CONFIG_DIAG_WARNING, "%s", message);
+}
+
+/* The [exclude] entries as ignore rules, then rules_dir's; checked as a whole. */
+static int config_load_rules(ConfigLoader *l) {
+        Config *c = l->config;
+        int r = 0;
+
+        for (unsigned i = 0; i < c->n_exclude_comm && r >= 0; i++)
+                r = rules_add_ignore(&c->rules, "exclude.comm", i, c->exclude_comm[i], NULL);
+        for (unsigned i = 0; i < c->n_exclude_cgroup && r >= 0; i++)
+                r = rules_add_ignore(&c->rules, "exclude.cgroup", i, NULL, c->exclude_cgroup[i]);
+        if (r < 0) {
+                loader_diag(l, CONFIG_DIAG_ERROR, "[exclude]: %s", strerror(-r));
+                return r;
+        }
+        if (l->paths->rules_dir) {
+                r = rules_load_dir(l->paths->rules_dir, &c->rules, rules_diag, l);
+                if (r < 0)
+                        return r;
+        }
+        return rules_check(&c->rules, rules_diag, l);
+}
+
 static int config_load_all(ConfigLoader *l) {
         const ConfigPaths *paths = l->paths;
         int r;
@@ -959,6 +987,9 @@ static int config_load_all(ConfigLoader *l) {
                 if (r < 0)
                         return r;
         }
+        r = config_load_rules(l);
+        if (r < 0)
+                return r;
         r = config_load_profiles(l);
         if (r < 0)
                 return r;

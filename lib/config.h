@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rules.h"
+
 #define PROFILE_NAME_MAX    64
 #define CONFIG_MAX_EXCLUDES 64
 #define CONFIG_MAX_PROFILES 32
@@ -112,6 +114,11 @@ typedef struct Config {
         char *exclude_cgroup[CONFIG_MAX_EXCLUDES]; /* cgroup path prefixes; owned */
         unsigned n_exclude_cgroup;
 
+        /* Per-application rules: the [exclude] entries as ignore rules
+         * ("exclude.comm[N]", "exclude.cgroup[N]"), then rules_dir's files
+         * in name order (see rules.h). */
+        RuleSet rules;
+
         /* Profiles found in the profile directories, sorted by name. */
         Profile profiles[CONFIG_MAX_PROFILES];
         unsigned n_profiles;
@@ -123,6 +130,7 @@ typedef struct ConfigPaths {
         const char *dropin_dir;       /* /etc/placed/placed.conf.d */
         const char *profiles_dir_usr; /* /usr/share/placed/profiles */
         const char *profiles_dir_etc; /* /etc/placed/profiles */
+        const char *rules_dir;        /* /etc/placed/rules.d */
 } ConfigPaths;
 
 typedef enum ConfigDiagLevel {
@@ -146,8 +154,8 @@ void config_defaults(Config *ret);
 int profile_defaults(const char *name, Profile *ret);
 
 /*
- * config_load() - defaults, main file, drop-ins, then every profile in the
- * profile directories. A missing main file or drop-in dir means defaults;
+ * config_load() - defaults, main file, drop-ins, the rules (rules.h), then
+ * every profile in the profile directories. A missing main file or drop-in dir means defaults;
  * a NULL path in paths is not read. The configured default profile must
  * exist. Warnings (unknown section or key, invalid profile file name) go to
  * diag and do not fail the load. *ret is overwritten, not freed first.

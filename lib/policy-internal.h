@@ -8,6 +8,27 @@
 #include "macro.h"
 #include "policy.h"
 
+/* One policy_decide() call's working state (see policy.c's top comment). */
+typedef struct Ctx {
+        const PolicyInput *in;
+        const Topology *t;
+        const Profile *p;
+        const TopoDomain *units;
+        unsigned n_units;
+        bool core_level;
+        double *bg;          /* per CPU: load not from placed groups */
+        double *claim;       /* per CPU: utilisation placed here this tick */
+        unsigned *homes;     /* per unit: groups anchored on it this tick */
+        CpuSet housekeeping; /* power-first: units slices are confined to */
+        bool consolidate;
+        /* Rules (policy-rules.c) */
+        const Profile
+                *profile; /* the profile in force (p is latency for a latency-critical group) */
+        Profile latency;  /* what latency-critical groups are decided with */
+        int *joint;       /* per group index: first index of its pack-with set, -1 none */
+        PlanGroup **joint_placed; /* per group index: the set's decision this tick, NULL yet */
+} Ctx;
+
 /* Sets pg->reason, printf-style, cut to PLAN_REASON_MAX. */
 _printf_(2, 3) void policy_set_reason(PlanGroup *pg, const char *fmt, ...);
 
@@ -24,3 +45,23 @@ void policy_leave(PlanGroup *pg);
  */
 void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const PlanGroup *prev,
                 PlanGroup *pg);
+
+/* ---- Rules (policy-rules.c) ---- */
+
+/* Return: the rule decision of group i, or NULL when it has none. */
+const GroupRule *policy_group_rule(const Ctx *c, unsigned i);
+
+/* Sets up c->latency, c->joint and c->joint_placed. Return: 0 or -ENOMEM. */
+int policy_rules_init(Ctx *c);
+void policy_rules_done(Ctx *c);
+
+/* The members of group i's pack-with set as one group (class mesh, summed
+ * utilisation, united CPUs; no tasks). */
+void policy_joint_group(const Ctx *c, unsigned i, Group *ret);
+
+/* Leads pg->reason with the rule that decided, once. */
+void policy_rule_reason(PlanGroup *pg, const GroupRule *gr);
+
+/* Idle caps for latency-critical groups: latency's cap, the lower of two.
+ * Return: how many CPUs it capped. */
+unsigned policy_rules_idle(const Ctx *c, Plan *plan);

@@ -41,11 +41,12 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                 t.before_delay_us = recent_mean(t.before_delay_us, t.before_ticks, delay);
                 t.before_ticks++;
                 if (pg->managed && t.verdict == TRIAL_REVERTED && in->now_ns < t.retry_ns) {
-                        policy_set_reason(pg,
-                                   "%s: placed, it did worse (%.0f -> %.0f handoffs/s); not "
-                                   "tried again for %" PRIu64 " s after that",
-                                   cls, t.before_rate, t.after_rate,
-                                   (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
+                        policy_set_reason(
+                                pg,
+                                "%s: placed, it did worse (%.0f -> %.0f handoffs/s); not "
+                                "tried again for %" PRIu64 " s after that",
+                                cls, t.before_rate, t.after_rate,
+                                (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
                         policy_leave(pg);
                 } else if (pg->managed) {
                         t.verdict = TRIAL_RUNNING;
@@ -75,12 +76,13 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                         uint64_t backoff = trial_backoff_ns(p, t.reverts);
                         t.retry_ns = in->now_ns + backoff;
                         t.before_ticks = 0; /* a fresh baseline after the revert */
-                        policy_set_reason(pg,
-                                   "%s: placed, it did worse (%.0f -> %.0f handoffs/s, run-queue "
-                                   "delay %.0f -> %.0f us); handed back, not tried again for "
-                                   "%" PRIu64 " s",
-                                   cls, t.before_rate, t.after_rate, t.before_delay_us,
-                                   t.after_delay_us, (uint64_t)(backoff / 1000000000ULL));
+                        policy_set_reason(
+                                pg,
+                                "%s: placed, it did worse (%.0f -> %.0f handoffs/s, run-queue "
+                                "delay %.0f -> %.0f us); handed back, not tried again for "
+                                "%" PRIu64 " s",
+                                cls, t.before_rate, t.after_rate, t.before_delay_us,
+                                t.after_delay_us, (uint64_t)(backoff / 1000000000ULL));
                         policy_leave(pg);
                 } else {
                         t.verdict = TRIAL_KEPT;

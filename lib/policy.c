@@ -50,20 +50,6 @@
 /* The share of a pair's spread run time a CPU must have free to try it there. */
 #define PAIR_FIT_SHARE 0.5
 
-typedef struct Ctx {
-        const PolicyInput *in;
-        const Topology *t;
-        const Profile *p;
-        const TopoDomain *units;
-        unsigned n_units;
-        bool core_level;
-        double *bg;          /* per CPU: load not from placed groups */
-        double *claim;       /* per CPU: utilisation placed here this tick */
-        unsigned *homes;     /* per unit: groups anchored on it this tick */
-        CpuSet housekeeping; /* power-first: units slices are confined to */
-        bool consolidate;
-} Ctx;
-
 static int unit_of(const Ctx *c, int cpu) {
         if (cpu < 0 || (unsigned)cpu >= c->t->n_cpus)
                 return -1;
@@ -392,11 +378,11 @@ static unsigned take_units(const Ctx *c, UnitRank *r, unsigned n, double need, u
         return extra > 0 ? 0 : cpuset_count(ret);
 }
 
+/* mode: how to lay the group over units (the profile's for its class, or PACK for a pack-with set).
+ */
 static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
-                          PlanGroup *pg) {
+                          SpreadPlacement mode, PlanGroup *pg) {
         const char *cls = group_class_to_string(g->class);
-        SpreadPlacement mode =
-                g->class == GROUP_MESH ? c->p->mesh_placement : c->p->fanout_placement;
         if (mode == SPREAD_PLACEMENT_NONE) {
                 policy_set_reason(pg, "%s: the profile leaves it to the kernel", cls);
                 return policy_leave(pg);
@@ -456,9 +442,56 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
 
 /* ---- per group ---- */
 
-static const PlanGroup *find_prev(const Plan *prev, const Group *g) {
+/* The previous decision, when it was for the same class under the same rule. */
+static const PlanGroup *find_prev(const Plan *prev, const Group *g, const GroupRule *gr) {
         const PlanGroup *pg = prev ? plan_find_group(prev, g->id) : NULL;
-        return pg && pg->class == g->class ? pg : NULL;
+        if (!pg || pg->class != g->class)
+                return NULL;
+        if (gr ? pg->rule_action != gr->action || strcmp(pg->rule, gr->rule) != 0
+               : pg->rule_action != RULE_ACTION_NONE)
+                return NULL; /* a rule came, went or changed: decided afresh */
+        return pg;
+}
+
+/*
+ * A group of a pack-with set: the first member decided this tick places
+ * the whole set (as one group, packed); the others follow it. Return:
+ * true when pg was decided here.
+ */
+static bool decide_joint(Ctx *c, unsigned i, const CpuSet *allowed, const PlanGroup *prev,
+                         PlanGroup *pg) {
+        if (c->joint[i] < 0)
+                return false;
+        const PlanGroup *first = c->joint_placed[c->joint[i]];
+        if (first) {
+                pg->managed = first->managed && cpuset_is_subset(&first->cpus, allowed);
+                pg->cpus = pg->managed ? first->cpus : pg->cpus;
+                pg->home = pg->managed ? first->home : -1;
+                if (pg->managed)
+                        policy_set_reason(pg, "packed with group %" PRIu64 " on its CPUs",
+                                          first->id);
+                else
+                        policy_set_reason(pg,
+                                          "group %" PRIu64 " of its set is left to the "
+                                          "kernel, or its CPUs are not allowed here; left "
+                                          "to the kernel",
+                                          first->id);
+                if (!pg->managed)
+                        policy_leave(pg);
+                return true;
+        }
+        Group joint;
+        policy_joint_group(c, i, &joint);
+        if (joint.unmeasured) {
+                policy_set_reason(pg,
+                                  "pack-with: utilisation not measured yet; left to the kernel");
+                policy_leave(pg);
+                pg->waiting = true;
+        } else {
+                decide_spread(c, &joint, allowed, prev, SPREAD_PLACEMENT_PACK, pg);
+        }
+        c->joint_placed[c->joint[i]] = pg;
+        return true;
 }
 
 static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
@@ -466,13 +499,44 @@ static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
                (!cpuset_is_empty(&prev->cpus) && cpuset_is_subset(&prev->cpus, allowed));
 }
 
-static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup *pg) {
-        const Profile *p = c->p;
-        const PlanGroup *prev = find_prev(c->in->prev, g);
+static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg) {
+        const Group *g = &c->in->groups[i];
+        const GroupRule *gr = policy_group_rule(c, i);
+        RuleAction action = gr ? gr->action : RULE_ACTION_NONE;
+        const PlanGroup *prev = find_prev(c->in->prev, g, gr);
         CpuSet allowed;
         cpuset_and(&allowed, &c->t->online, limit ? limit : &c->t->online);
 
         *pg = (PlanGroup){ .id = g->id, .class = g->class, .home = -1, .since_ns = c->in->now_ns };
+        if (gr) {
+                pg->rule_action = gr->action;
+                snprintf(pg->rule, sizeof(pg->rule), "%s", gr->rule);
+        }
+        if (action == RULE_ACTION_IGNORE || action == RULE_ACTION_NEVER_PACK) {
+                policy_set_reason(pg, "%s",
+                                  action == RULE_ACTION_IGNORE
+                                          ? "left alone"
+                                          : "never packed; left to the kernel");
+                policy_leave(pg);
+                if (prev) /* unchanged: the dwell keeps running */
+                        pg->since_ns = prev->since_ns;
+                policy_rule_reason(pg, gr);
+                return;
+        }
+        /* A latency-critical group, or a set with one, is decided as
+         * latency-first decides, whatever the profile. */
+        bool latency = action == RULE_ACTION_LATENCY_CRITICAL;
+        for (unsigned k = 0; k < c->in->n_groups && c->joint[i] >= 0 && !latency; k++) {
+                const GroupRule *o = policy_group_rule(c, k);
+                latency = c->joint[k] == c->joint[i] && o &&
+                          o->action == RULE_ACTION_LATENCY_CRITICAL;
+        }
+        bool consolidate = c->consolidate;
+        if (latency) {
+                c->p = &c->latency;
+                c->consolidate = false;
+        }
+        const Profile *p = c->p;
         bool over_budget =
                 p->runq_delay_budget_us > 0 && g->runq_delay_us > p->runq_delay_budget_us;
         /* A placement on trial is judged by its verdict, delay included. */
@@ -480,12 +544,18 @@ static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup 
         pg->widen = prev ? prev->widen + (widen ? 1 : 0) : 0;
 
         /* The previous decision stands for dwell_ms, and while a new member
-         * keeps the group unmeasured. */
+         * keeps the group unmeasured; a pack-with set follows its first member. */
         bool keep = prev && !prev->waiting && !widen && prev_still_valid(prev, &allowed) &&
                     (g->unmeasured ||
-                     c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL);
+                     c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL) &&
+                    (c->joint[i] < 0 || !c->joint_placed[c->joint[i]]);
+        bool joint = false;
         if (keep) {
                 *pg = *prev;
+                if (c->joint[i] >= 0)
+                        c->joint_placed[c->joint[i]] = pg;
+        } else if ((joint = decide_joint(c, i, &allowed, prev, pg))) {
+                ; /* decided with its set */
         } else if (g->class == GROUP_SOLO) {
                 policy_set_reason(pg, "solo: no strong wake relation; left to the kernel");
                 policy_leave(pg);
@@ -503,19 +573,25 @@ static void decide_group(Ctx *c, const Group *g, const CpuSet *limit, PlanGroup 
         } else if (g->class == GROUP_PAIR) {
                 decide_pair(c, g, &allowed, prev, pg);
         } else {
-                decide_spread(c, g, &allowed, prev, pg);
+                decide_spread(c, g, &allowed, prev,
+                              g->class == GROUP_MESH ? p->mesh_placement : p->fanout_placement, pg);
         }
-        if (g->class != GROUP_SOLO)
+        /* The owner asked for a pack-with: it is not put on trial. */
+        if (g->class != GROUP_SOLO && c->joint[i] < 0)
                 trial_step(c->p, c->in, g, prev, pg);
 
         if (prev && !prev->waiting && !pg->waiting && prev->managed == pg->managed &&
             (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {
                 pg->since_ns = prev->since_ns; /* unchanged: the dwell keeps running */
-                if (pg->managed)               /* why it went there; a "left alone" says why now */
+                if (pg->managed && !joint)     /* why it went there; a "left alone" says why now */
                         memcpy(pg->reason, prev->reason, sizeof(pg->reason));
         }
         if (pg->managed)
                 claim_set(c, &pg->cpus, g->util);
+        if (gr)
+                policy_rule_reason(pg, gr);
+        c->p = c->profile;
+        c->consolidate = consolidate;
 }
 
 static int class_rank(GroupClass k) {
@@ -615,6 +691,9 @@ static void decide_idle(Ctx *c, Plan *plan) {
         for (unsigned i = 0; i < c->in->n_groups && p->idle_constraint != IDLE_CONSTRAINT_NEVER;
              i++) {
                 const Group *g = &c->in->groups[i];
+                const GroupRule *gr = policy_group_rule(c, i);
+                if (gr && gr->action == RULE_ACTION_IGNORE)
+                        continue; /* left alone, idle caps included */
                 bool critical = p->idle_constraint == IDLE_CONSTRAINT_LATENCY_CRITICAL
                                         ? g->class == GROUP_PAIR || g->class == GROUP_FANOUT
                                         : g->class != GROUP_SOLO && p->runq_delay_budget_us > 0 &&
@@ -630,7 +709,13 @@ static void decide_idle(Ctx *c, Plan *plan) {
                                 n++;
                         }
         }
-        if (n == 0)
+        unsigned n_rules = policy_rules_idle(c, plan);
+        if (n == 0 && n_rules > 0)
+                snprintf(plan->idle_reason, sizeof(plan->idle_reason),
+                         "exit latency capped at %u us where latency-critical groups run "
+                         "(rules)",
+                         c->latency.idle_max_exit_latency_us);
+        else if (n == 0)
                 snprintf(plan->idle_reason, sizeof(plan->idle_reason), "no idle caps (%s)",
                          idle_constraint_to_string(p->idle_constraint));
         else
@@ -662,6 +747,7 @@ static int plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret) {
 }
 
 static void ctx_done(Ctx *c) {
+        policy_rules_done(c);
         free(c->bg);
         free(c->claim);
         free(c->homes);
@@ -671,7 +757,7 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         if (!in || !in->topo || !in->profile || !ret || (in->n_groups && !in->groups))
                 return -EINVAL;
         const Topology *t = in->topo;
-        Ctx c = { .in = in, .t = t, .p = in->profile };
+        Ctx c = { .in = in, .t = t, .p = in->profile, .profile = in->profile };
         c.core_level = t->n_llcs <= 1;
         c.units = c.core_level ? t->cores : t->llcs;
         c.n_units = c.core_level ? t->n_cores : t->n_llcs;
@@ -680,7 +766,7 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         c.homes = calloc(MAX(c.n_units, 1u), sizeof(unsigned));
         _cleanup_free_ unsigned *order = calloc(MAX(in->n_groups, 1u), sizeof(unsigned));
         Plan *plan = NULL;
-        if (!c.bg || !c.claim || !c.homes || !order ||
+        if (!c.bg || !c.claim || !c.homes || !order || policy_rules_init(&c) < 0 ||
             plan_new(in->n_groups, t->n_cpus, &plan) < 0) {
                 ctx_done(&c);
                 return -ENOMEM;
@@ -695,7 +781,7 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         qsort_r(order, in->n_groups, sizeof(unsigned), order_cmp, (void *)in->groups);
         for (unsigned k = 0; k < in->n_groups; k++) {
                 unsigned i = order[k];
-                decide_group(&c, &in->groups[i], in->group_limits ? &in->group_limits[i] : NULL,
+                decide_group(&c, i, in->group_limits ? &in->group_limits[i] : NULL,
                              &plan->groups[plan->n_groups++]);
         }
         qsort(plan->groups, plan->n_groups, sizeof(PlanGroup), plan_group_cmp);
@@ -795,6 +881,12 @@ static json_object *plan_group_to_json(const PlanGroup *g) {
         json_object_object_add(o, "since_ns", json_object_new_uint64(g->since_ns));
         if (g->waiting)
                 json_object_object_add(o, "waiting", json_object_new_boolean(true));
+        if (g->rule_action != RULE_ACTION_NONE) {
+                json_object_object_add(o, "rule", json_object_new_string(g->rule));
+                json_object_object_add(
+                        o, "rule_action",
+                        json_object_new_string(rule_action_to_string(g->rule_action)));
+        }
         json_object_object_add(o, "reason", json_object_new_string(g->reason));
         json_object_object_add(o, "trial", trial_to_json(&g->trial));
         return o;
@@ -930,6 +1022,13 @@ static int plan_group_from_json(json_object *o, PlanGroup *g) {
         if (json_object_object_get_ex(o, "waiting", &v))
                 g->waiting = json_object_get_boolean(v);
         get_string(o, "reason", g->reason, sizeof(g->reason));
+        if (json_object_object_get_ex(o, "rule_action", &v)) {
+                int a = rule_action_from_string(json_object_get_string(v));
+                if (a < 0)
+                        return -EINVAL;
+                g->rule_action = (RuleAction)a;
+                get_string(o, "rule", g->rule, sizeof(g->rule));
+        }
         return trial_from_json(o, &g->trial);
 }
 
@@ -983,7 +1082,40 @@ int plan_from_json(const char *text, Plan **ret) {
         return o ? plan_from_object(o, ret) : -EINVAL;
 }
 
-static json_object *group_to_json(const Group *g) {
+static json_object *group_rule_to_json(const GroupRule *gr) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(gr->rule));
+        json_object_object_add(o, "action",
+                               json_object_new_string(rule_action_to_string(gr->action)));
+        if (gr->action == RULE_ACTION_PACK_WITH) {
+                json_object_object_add(o, "partner", json_object_new_string(gr->partner));
+                if (gr->has_partner_group)
+                        json_object_object_add(o, "partner_group",
+                                               json_object_new_uint64(gr->partner_group));
+        }
+        return o;
+}
+
+/* An absent "rule" is no rule (snapshots before rules). Return: 1 when one was read, 0, -EINVAL. */
+static int group_rule_from_json(json_object *o, GroupRule *gr) {
+        json_object *r, *v;
+        *gr = (GroupRule){ .action = RULE_ACTION_NONE };
+        if (!json_object_object_get_ex(o, "rule", &r) || !r)
+                return 0;
+        if (get_field(r, "action", json_type_string, &v) < 0)
+                return -EINVAL;
+        int a = rule_action_from_string(json_object_get_string(v));
+        if (a < 0 || get_field(r, "name", json_type_string, &v) < 0 ||
+            strlen(json_object_get_string(v)) >= RULE_NAME_MAX)
+                return -EINVAL;
+        gr->action = (RuleAction)a;
+        snprintf(gr->rule, sizeof(gr->rule), "%s", json_object_get_string(v));
+        get_string(r, "partner", gr->partner, sizeof(gr->partner));
+        gr->has_partner_group = get_u64(r, "partner_group", &gr->partner_group) == 0;
+        return a != RULE_ACTION_NONE;
+}
+
+static json_object *group_to_json(const Group *g, const GroupRule *gr) {
         json_object *o = json_object_new_object(), *tasks = json_object_new_array();
         json_object_object_add(o, "id", json_object_new_uint64(g->id));
         json_object_object_add(o, "class", json_object_new_string(group_class_to_string(g->class)));
@@ -1003,6 +1135,8 @@ static json_object *group_to_json(const Group *g) {
                 json_object_array_add(tasks, t);
         }
         json_object_object_add(o, "tasks", tasks);
+        if (gr && gr->action != RULE_ACTION_NONE)
+                json_object_object_add(o, "rule", group_rule_to_json(gr));
         return o;
 }
 
@@ -1016,7 +1150,8 @@ int policy_snapshot_to_json(const PolicySnapshot *s, char **ret) {
         json_object_object_add(o, "profile", json_object_new_string(s->profile));
         json_object_object_add(o, "now_ns", json_object_new_uint64(s->now_ns));
         for (unsigned i = 0; i < s->n_groups; i++)
-                json_object_array_add(groups, group_to_json(&s->groups[i]));
+                json_object_array_add(groups,
+                                      group_to_json(&s->groups[i], s->rules ? &s->rules[i] : NULL));
         json_object_object_add(o, "groups", groups);
         for (unsigned c = 0; c < s->n_loads; c++) {
                 json_object *e = json_object_new_object();
@@ -1102,14 +1237,22 @@ static int snapshot_from_object(json_object *o, PolicySnapshot *s) {
         (void)get_u64(o, "now_ns", &s->now_ns);
         size_t n = json_object_array_length(groups);
         s->groups = calloc(MAX(n, 1u), sizeof(Group));
-        if (!s->groups)
+        s->rules = calloc(MAX(n, 1u), sizeof(GroupRule));
+        if (!s->groups || !s->rules)
                 return -ENOMEM;
+        bool any_rule = false;
         for (size_t i = 0; i < n; i++) {
-                int r = group_from_json(json_object_array_get_idx(groups, i), &s->groups[i]);
+                json_object *go = json_object_array_get_idx(groups, i);
+                int r = group_from_json(go, &s->groups[i]);
                 s->n_groups++;
+                if (r >= 0)
+                        r = group_rule_from_json(go, &s->rules[i]);
                 if (r < 0)
                         return r;
+                any_rule = any_rule || r > 0;
         }
+        if (!any_rule)
+                s->rules = mfree(s->rules);
         int r = snapshot_loads_from_json(loads, s);
         if (r < 0)
                 return r;
@@ -1142,6 +1285,7 @@ PolicySnapshot *policy_snapshot_free(PolicySnapshot *s) {
         for (unsigned i = 0; i < s->n_groups; i++)
                 free(s->groups[i].tasks);
         free(s->groups);
+        free(s->rules);
         free(s->loads);
         free(s->topology);
         plan_free(s->prev);

@@ -26,6 +26,7 @@
  *
  *   plan:     { "now_ns": N, "profile": "balanced",
  *               "groups": [ { "id": N, "class": "pair", "managed": true,
+ *                             "rule": "NAME", "rule_action": "ignore",  // when a rule decided
  *                             "cpus": "3", "home": UNIT | -1, "widen": 0,
  *                             "since_ns": N, "reason": "...",
  *                             "trial": { "verdict": "kept", "before_rate": 1.0,
@@ -46,7 +47,9 @@
  *                             "runq_delay_us": N, "wake_rate": 1000.0,
  *                             "handoff_rate": 1000.0,
  *                             "cpus": "0-127", "ran_on": "0-3",
- *                             "tasks": [ [TID, START_TIME], ... ] }, ... ],
+ *                             "tasks": [ [TID, START_TIME], ... ],
+ *                             "rule": { "name": "NAME", "action": "pack-with",  // optional
+ *                                       "partner": "NAME", "partner_group": N } }, ... ],
  *               "loads": [ { "cpu": 0, "busy": 0.25,
  *                            "idle_exit_latency_us": 10 }, ... ],
  *               "prev_plan": PLAN | null }
@@ -59,9 +62,10 @@
 #include "config.h"
 #include "cpuset.h"
 #include "group.h"
+#include "rules.h"
 #include "topology.h"
 
-#define PLAN_REASON_MAX  160
+#define PLAN_REASON_MAX  240
 #define PLAN_NO_IDLE_CAP (-1)
 
 /* What one CPU did over the last tick. */
@@ -120,9 +124,11 @@ typedef struct PlanGroup {
         CpuSet cpus;    /* allowed CPUs when managed */
         int home;       /* LLC (or core, on one-LLC machines) the group is anchored on; -1 none */
         unsigned widen; /* feedback steps taken: each widens the mask one level */
-        uint64_t since_ns; /* when this decision was made (dwell) */
-        bool waiting;      /* left alone until measured: no dwell, decided afresh next tick */
-        PlanTrial trial;   /* the measured outcome of placing it */
+        uint64_t since_ns;      /* when this decision was made (dwell) */
+        bool waiting;           /* left alone until measured: no dwell, decided afresh next tick */
+        PlanTrial trial;        /* the measured outcome of placing it */
+        RuleAction rule_action; /* what the rule that decided said; NONE: no rule */
+        char rule[RULE_NAME_MAX]; /* the rule that decided ("" = none, the profile did) */
         char reason[PLAN_REASON_MAX];
 } PlanGroup;
 
@@ -156,7 +162,27 @@ typedef struct PolicyInput {
         /* Advise mode: nothing is applied, so a trial has nothing to
          * measure; placements are shown as tried, never judged. */
         bool advise;
+        /* Optional, parallel to groups: each group's rule decision (NULL =
+         * no rules). See "Rules" below. */
+        const GroupRule *rules;
+        /* What latency-critical groups are decided with; NULL = the
+         * built-in latency-first. */
+        const Profile *latency_profile;
 } PolicyInput;
+
+/*
+ * Rules (rules.h), honoured per group whatever the profile:
+ *   ignore            left to the kernel; no trial, no idle cap
+ *   never-pack        left to the kernel (no CPU, core or home is shared by
+ *                     placed's choice); the profile's idle caps still apply
+ *   latency-critical  decided with latency_profile (placement, dwell,
+ *                     trial, no consolidation) and its idle exit-latency cap
+ *                     on the CPUs it runs on, whatever its class
+ *   pack-with         packed with the group of partner_group (and every
+ *                     group linked to them) on the fewest units that hold
+ *                     their joint utilisation; no trial (the owner asked)
+ * The rule's name is recorded in PlanGroup.rule and leads its reason.
+ */
 
 /*
  * policy_decide() - the plan for this tick (see the top of this file and
@@ -196,7 +222,8 @@ typedef struct PolicySnapshot {
         uint64_t now_ns;
         Group *groups; /* owned, with their tasks */
         unsigned n_groups;
-        CpuLoad *loads; /* owned; indexed by CPU */
+        GroupRule *rules; /* owned; parallel to groups; NULL when no group had a rule */
+        CpuLoad *loads;   /* owned; indexed by CPU */
         unsigned n_loads;
         Plan *prev; /* owned; may be NULL */
 } PolicySnapshot;

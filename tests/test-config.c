@@ -76,6 +76,7 @@ static const char *diags_first(const Diags *d, ConfigDiagLevel level) {
 typedef struct TestDir {
         char root[64];
         char main_file[PATH_MAX], dropin_dir[PATH_MAX], usr[PATH_MAX], etc[PATH_MAX];
+        char rules_dir[PATH_MAX];
         ConfigPaths paths;
         Diags diags;
 } TestDir;
@@ -109,7 +110,8 @@ static int setup_dir(void **state) {
         xsprintf(t->usr, sizeof(t->usr), "%s/usr", t->root);
         xsprintf(t->etc, sizeof(t->etc), "%s/etc", t->root);
         assert_int_equal(mkdir(t->usr, 0755), 0);
-        t->paths = (ConfigPaths){ t->main_file, t->dropin_dir, t->usr, t->etc };
+        xsprintf(t->rules_dir, sizeof(t->rules_dir), "%s/rules.d", t->root);
+        t->paths = (ConfigPaths){ t->main_file, t->dropin_dir, t->usr, t->etc, t->rules_dir };
         /* the three built-in profiles, empty: their defaults */
         write_file(t->usr, "balanced.conf", "");
         write_file(t->usr, "power-first.conf", "");
@@ -267,6 +269,7 @@ static void test_paths_default(void **state) {
         assert_string_equal(p.dropin_dir, PLACED_SYSCONFDIR "/placed/placed.conf.d");
         assert_string_equal(p.profiles_dir_usr, PLACED_DATADIR "/placed/profiles");
         assert_string_equal(p.profiles_dir_etc, PLACED_SYSCONFDIR "/placed/profiles");
+        assert_string_equal(p.rules_dir, PLACED_SYSCONFDIR "/placed/rules.d");
 }
 
 /* ---- The shipped files ---- */
@@ -749,6 +752,86 @@ static void test_profile_is_directory(void **state) {
         assert_error(t, prefix, "is a directory");
 }
 
+/* ---- Rules (rules.d) ---- */
+
+static void test_rules(void **state) {
+        TestDir *t = *state;
+        Config c;
+
+        /* the old [exclude] keys become ignore rules, ahead of rules.d's, whose
+         * files are read in name order */
+        write_file(t->root, "placed.conf", "[exclude]\ncomm = a* b\ncgroup = /system.slice/x\n");
+        make_dir(t->rules_dir);
+        write_file(t->rules_dir, "20-b.conf",
+                   "[db]\nunit = postgresql*.service\naction = latency-critical\n");
+        write_file(t->rules_dir, "10-a.conf",
+                   "; a comment\n[client]\ncomm = bench\nexe = /usr/bin/*\naction = pack-with\n"
+                   "partner = db\n\n[spread]\n  cgroup = /batch.slice\n  action = never-pack\n");
+        write_file(t->rules_dir, "ignored.txt", "[x]\nnonsense\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.rules.n_rules, 6);
+        const char *names[] = { "exclude.comm[1]", "exclude.comm[2]", "exclude.cgroup[1]",
+                                "client",          "spread",          "db" };
+        for (unsigned i = 0; i < 6; i++)
+                assert_string_equal(c.rules.rules[i].name, names[i]);
+        assert_int_equal(c.rules.rules[1].action, RULE_ACTION_IGNORE);
+        assert_string_equal(c.rules.rules[1].comm, "b");
+        assert_string_equal(c.rules.rules[2].cgroup, "/system.slice/x");
+        assert_int_equal(c.rules.rules[3].action, RULE_ACTION_PACK_WITH);
+        assert_string_equal(c.rules.rules[3].exe, "/usr/bin/*");
+        assert_string_equal(c.rules.rules[3].partner, "db");
+        assert_string_equal(c.rules.rules[4].cgroup, "/batch.slice");
+        assert_int_equal(c.rules.rules[5].action, RULE_ACTION_LATENCY_CRITICAL);
+        char origin[PATH_MAX + 16];
+        xsprintf(origin, sizeof(origin), "%s/10-a.conf:2", t->rules_dir);
+        assert_string_equal(c.rules.rules[3].origin, origin);
+        config_done(&c);
+        assert_int_equal(c.rules.n_rules, 0);
+
+        /* each mistake names FILE:LINE, and the load fails */
+        static const struct {
+                const char *text;
+                unsigned line;
+                const char *what;
+        } bad[] = {
+                { "[r]\ncomm = x\naction = pack\n", 3, "rule [r]: invalid action \"pack\"" },
+                { "[r]\ncomm = x\n", 1, "rule [r]: no action" },
+                { "[r]\naction = ignore\n", 1, "rule [r]: no match key" },
+                { "[r]\ncomm = x\ncolor = red\naction = ignore\n", 3,
+                  "rule [r]: unknown key \"color\"" },
+                { "[r]\ncgroup = system.slice\naction = ignore\n", 2,
+                  "rule [r]: cgroup \"system.slice\": a cgroup path prefix starts with '/'" },
+                { "[r]\ncomm = x\ncomm = y\naction = ignore\n", 3, "rule [r]: comm given twice" },
+                { "[r]\ncomm = x\naction = pack-with\n", 1,
+                  "rule [r]: action pack-with needs partner = RULE" },
+                { "[r]\ncomm = x\naction = ignore\npartner = db\n", 1,
+                  "rule [r]: partner is only for action pack-with" },
+                { "[r]\ncomm = x\naction = pack-with\npartner = nobody\n", 1,
+                  "rule [r]: partner \"nobody\" is not a rule" },
+                { "[r]\ncomm = x\naction = pack-with\npartner = spread\n", 1,
+                  "rule [r]: partner [spread]" },
+                { "[db]\ncomm = x\naction = ignore\n", 1, "rule [db] is already defined at" },
+                { "[bad name]\ncomm = x\naction = ignore\n", 1, "invalid rule name \"bad name\"" },
+                { "[r]\ncomm = x\naction ignore\n", 3, "syntax error" },
+                { "comm = x\n", 1, "\"comm\" outside any rule" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char want[PATH_MAX + 64];
+                write_file(t->rules_dir, "30-bad.conf", bad[i].text);
+                diags_clear(&t->diags);
+                assert_int_equal(load(t, &c), -EINVAL);
+                const char *got = diags_first(&t->diags, CONFIG_DIAG_ERROR);
+                assert_non_null(got);
+                xsprintf(want, sizeof(want), "%s/30-bad.conf:%u: %s", t->rules_dir, bad[i].line,
+                         bad[i].what);
+                if (strncmp(got, want, strlen(want)) != 0)
+                        fail_msg("case %zu: got \"%s\", want \"%s...\"", i, got, want);
+        }
+        remove(strcat(strcpy((char[PATH_MAX]){ 0 }, t->rules_dir), "/30-bad.conf"));
+        assert_int_equal(load(t, &c), 0);
+        config_done(&c);
+}
+
 /* ---- Exclude lists ---- */
 
 static void test_exclude_lists(void **state) {
@@ -817,6 +900,7 @@ int main(void) {
                 T(test_unknown_keys),
                 T(test_invalid_profile_name),
                 T(test_exclude_lists),
+                T(test_rules),
 #undef T
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,7 +84,7 @@ check_introspection() {
         PlacementChanged; do
         grep -q "^\.$member " "$T/introspect" || fail "introspection lacks $member"
     done
-    grep -q '^\.ListGroups .*a(tsaudtdss(sdddd))' "$T/introspect" || fail "ListGroups signature changed"
+    grep -q '^\.ListGroups .*a(tsaudtdss(sdddd)(ss))' "$T/introspect" || fail "ListGroups signature changed"
     grep -q '^\.ActiveProfile .*emits-change' "$T/introspect" || fail "ActiveProfile does not emit"
     grep -q '^\.WakeGraph .*a(uussdt)a(uudb)' "$T/introspect" || fail "WakeGraph signature changed"
     grep -q '^\.CpuStats .*a(udddua(sdt))' "$T/introspect" || fail "CpuStats signature changed"
@@ -216,7 +216,7 @@ check_reload() {
 groups_agree() {
     local n
     n=$(prop Groups | cut -d' ' -f2)
-    "${B[@]}" call "${OBJ[@]}" ListGroups | grep -q "^a(tsaudtdss(sdddd)) $n\b"
+    "${B[@]}" call "${OBJ[@]}" ListGroups | grep -q "^a(tsaudtdss(sdddd)(ss)) $n\b"
 }
 check_groups_explain() {
     wait_for 5 groups_agree || fail "ListGroups '$("${B[@]}" call "${OBJ[@]}" ListGroups)' disagrees with $(prop Groups)"

@@ -873,6 +873,242 @@ static void test_json_round_trip(void **state) {
         scenario_done(&s);
 }
 
+/* ---- rules (policy.h "Rules") ---- */
+
+static GroupRule rule(const char *name, RuleAction a, const char *partner, const Group *with) {
+        GroupRule r = { .action = a };
+        snprintf(r.rule, sizeof(r.rule), "%s", name);
+        if (partner)
+                snprintf(r.partner, sizeof(r.partner), "%s", partner);
+        if (with) {
+                r.partner_group = with->id;
+                r.has_partner_group = true;
+        }
+        return r;
+}
+
+static Plan *decide_rules(Scenario *s, const Profile *p, const Plan *prev, uint64_t now,
+                          const GroupRule *rules) {
+        PolicyInput in = input(s, p, prev, now);
+        Profile latency = profile("latency-first");
+        in.rules = rules;
+        in.latency_profile = &latency;
+        Plan *plan = NULL;
+        assert_int_equal(policy_decide(&in, &plan), 0);
+        return plan;
+}
+
+static void assert_rule(const PlanGroup *pg, const char *name, RuleAction a) {
+        char prefix[128];
+        snprintf(prefix, sizeof(prefix), "rule \"%s\" (%s): ", name, rule_action_to_string(a));
+        assert_string_equal(pg->rule, name);
+        assert_int_equal(pg->rule_action, a);
+        if (strncmp(pg->reason, prefix, strlen(prefix)) != 0)
+                fail_msg("reason \"%s\" does not start with \"%s\"", pg->reason, prefix);
+}
+
+/* ignore and never-pack: a pair every profile packs, and a mesh balanced
+ * homes, are left to the kernel at once, also when placed before; ignore
+ * also takes latency-first's idle caps away. */
+static void test_rule_ignore_never_pack(void **state) {
+        const char *profiles[] = { "power-first", "balanced", "latency-first" };
+        for (size_t pi = 0; pi < ELEMENTSOF(profiles); pi++)
+                for (RuleAction a = RULE_ACTION_IGNORE; a <= RULE_ACTION_NEVER_PACK;
+                     a = a == RULE_ACTION_IGNORE ? RULE_ACTION_NEVER_PACK : _RULE_ACTION_MAX) {
+                        Scenario s;
+                        Profile p = profile(profiles[pi]);
+                        scenario_init(&s, "topo-epyc2s", 0.05);
+                        CpuSet ran = set_of("8,40"), mran = set_of("16-31");
+                        Group *pair = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+                        Group *mesh = add_group(&s, GROUP_MESH, 10, 2.0, &mran);
+                        Plan *before = decide(&s, &p, NULL, SEC_NS);
+                        assert_true(pg_of(before, pair)->managed);
+
+                        GroupRule rules[2] = { rule("quiet", a, NULL, NULL),
+                                               rule("batch", a, NULL, NULL) };
+                        Plan *plan = decide_rules(&s, &p, before, 2 * SEC_NS, rules);
+                        const PlanGroup *pg = pg_of(plan, pair), *pm = pg_of(plan, mesh);
+                        assert_false(pg->managed);
+                        assert_false(pm->managed);
+                        assert_rule(pg, "quiet", a);
+                        assert_rule(pm, "batch", a);
+                        assert_int_equal(pg->trial.verdict, TRIAL_NONE);
+                        if (a == RULE_ACTION_IGNORE)
+                                CPUSET_FOREACH (c, &ran)
+                                        assert_int_equal(plan->idle_max_exit_latency_us[c],
+                                                         PLAN_NO_IDLE_CAP);
+                        /* stable: the next tick decides the same */
+                        Plan *again = decide_rules(&s, &p, plan, 30 * SEC_NS, rules);
+                        assert_true(plan_equal(plan, again));
+                        assert_int_equal(pg_of(again, pair)->since_ns, pg->since_ns);
+                        /* the rule gone, the profile decides again at once */
+                        Plan *after = decide(&s, &p, again, 31 * SEC_NS);
+                        assert_true(pg_of(after, pair)->managed);
+                        assert_string_equal(pg_of(after, pair)->rule, "");
+                        plan_free(before);
+                        plan_free(plan);
+                        plan_free(again);
+                        plan_free(after);
+                        scenario_done(&s);
+                }
+}
+
+/* latency-critical under power-first: the pair gets latency-first's core
+ * (SMT siblings), not a consolidated CPU, and latency-first's idle cap
+ * there and where a latency-critical solo task ran, which power-first
+ * alone never sets. */
+static void test_rule_latency_critical(void **state) {
+        Scenario s;
+        Profile p = profile("power-first"), lf = profile("latency-first");
+        scenario_init(&s, "topo-epyc2s", 0.02);
+        CpuSet ran = set_of("3,70"), solo_ran = set_of("100");
+        Group *pair = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+        Group *other = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+        Group *solo = add_group(&s, GROUP_SOLO, 1, 0.1, &solo_ran);
+
+        Plan *plain = decide(&s, &p, NULL, SEC_NS);
+        assert_int_equal(cpuset_count(&pg_of(plain, pair)->cpus), 1); /* power-first: one CPU */
+        for (unsigned c = 0; c < plain->n_cpus; c++)
+                assert_int_equal(plain->idle_max_exit_latency_us[c], PLAN_NO_IDLE_CAP);
+
+        GroupRule rules[3] = { rule("rt-audio", RULE_ACTION_LATENCY_CRITICAL, NULL, NULL),
+                               { .action = RULE_ACTION_NONE },
+                               rule("rt-audio", RULE_ACTION_LATENCY_CRITICAL, NULL, NULL) };
+        Plan *plan = decide_rules(&s, &p, NULL, SEC_NS, rules);
+        const PlanGroup *pg = pg_of(plan, pair);
+        assert_true(pg->managed);
+        assert_rule(pg, "rt-audio", RULE_ACTION_LATENCY_CRITICAL);
+        int core = s.t->cpus[cpuset_first(&pg->cpus)].core;
+        assert_true(cpuset_equal(&pg->cpus, &s.t->cores[core].cpus));
+        assert_int_equal(cpuset_count(&pg->cpus), 2);
+        assert_int_equal(pg->trial.verdict, TRIAL_RUNNING); /* latency-first's trial */
+        CPUSET_FOREACH (c, &pg->cpus)
+                assert_int_equal(plan->idle_max_exit_latency_us[c],
+                                 (int)lf.idle_max_exit_latency_us);
+        assert_int_equal(plan->idle_max_exit_latency_us[100], (int)lf.idle_max_exit_latency_us);
+        assert_false(pg_of(plan, solo)->managed);
+        /* the group without a rule is still power-first's: one CPU, no cap */
+        const PlanGroup *po = pg_of(plan, other);
+        assert_int_equal(cpuset_count(&po->cpus), 1);
+        assert_string_equal(po->rule, "");
+        if (!cpuset_intersects(&po->cpus, &pg->cpus))
+                assert_int_equal(plan->idle_max_exit_latency_us[cpuset_first(&po->cpus)],
+                                 PLAN_NO_IDLE_CAP);
+        assert_true(strstr(plan->idle_reason, "latency-critical") != NULL);
+        plan_free(plain);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* pack-with: two pairs in different LLCs share one mask in one LLC (on the
+ * 2-CPU VM: one CPU), not put on trial; a partner that is not running
+ * leaves the group to the profile, under its rule's name. */
+static void test_rule_pack_with(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.05);
+        CpuSet ra = set_of("8,9"), rb = set_of("40,41");
+        Group *a = add_group(&s, GROUP_PAIR, 2, 0.3, &ra);
+        Group *b = add_group(&s, GROUP_PAIR, 2, 0.3, &rb);
+        Plan *plain = decide(&s, &p, NULL, SEC_NS);
+        assert_int_equal(units_touched(s.t, &pg_of(plain, a)->cpus), 1);
+        assert_false(cpuset_intersects(&pg_of(plain, a)->cpus, &pg_of(plain, b)->cpus));
+
+        GroupRule rules[2] = { rule("client", RULE_ACTION_PACK_WITH, "server", b),
+                               rule("server", RULE_ACTION_PACK_WITH, "client", a) };
+        Plan *plan = decide_rules(&s, &p, NULL, SEC_NS, rules);
+        const PlanGroup *pa = pg_of(plan, a), *pb = pg_of(plan, b);
+        assert_true(pa->managed);
+        assert_true(pb->managed);
+        assert_true(cpuset_equal(&pa->cpus, &pb->cpus));
+        assert_int_equal(units_touched(s.t, &pa->cpus), 1);
+        assert_rule(pa, "client", RULE_ACTION_PACK_WITH);
+        assert_rule(pb, "server", RULE_ACTION_PACK_WITH);
+        assert_int_equal(pa->trial.verdict, TRIAL_NONE);
+        Plan *again = decide_rules(&s, &p, plan, 60 * SEC_NS, rules);
+        assert_true(plan_equal(plan, again));
+        plan_free(again);
+        plan_free(plain);
+        plan_free(plan);
+
+        /* one-sided: only the client names the server, whose own rule is latency-critical */
+        GroupRule one[2] = { rule("client", RULE_ACTION_PACK_WITH, "server", b),
+                             rule("server", RULE_ACTION_LATENCY_CRITICAL, NULL, NULL) };
+        plan = decide_rules(&s, &p, NULL, SEC_NS, one);
+        assert_true(cpuset_equal(&pg_of(plan, a)->cpus, &pg_of(plan, b)->cpus));
+        assert_rule(pg_of(plan, b), "server", RULE_ACTION_LATENCY_CRITICAL);
+        plan_free(plan);
+
+        /* the partner is not running: decided as the profile says, rule named */
+        GroupRule lonely[2] = { rule("client", RULE_ACTION_PACK_WITH, "server", NULL),
+                                { .action = RULE_ACTION_NONE } };
+        plan = decide_rules(&s, &p, NULL, SEC_NS, lonely);
+        assert_true(pg_of(plan, a)->managed);
+        assert_int_equal(cpuset_count(&pg_of(plan, a)->cpus), 1);
+        assert_rule(pg_of(plan, a), "client", RULE_ACTION_PACK_WITH);
+        plan_free(plan);
+        scenario_done(&s);
+
+        /* the 2-CPU VM: two light solo tasks packed onto one CPU */
+        scenario_init(&s, "topo-vm2", 0.05);
+        CpuSet r0 = set_of("0"), r1 = set_of("1");
+        Group *x = add_group(&s, GROUP_SOLO, 1, 0.2, &r0);
+        Group *y = add_group(&s, GROUP_SOLO, 1, 0.2, &r1);
+        GroupRule vm[2] = { rule("x", RULE_ACTION_PACK_WITH, "y", y),
+                            rule("y", RULE_ACTION_PACK_WITH, "x", x) };
+        plan = decide_rules(&s, &p, NULL, SEC_NS, vm);
+        assert_true(pg_of(plan, x)->managed);
+        assert_int_equal(cpuset_count(&pg_of(plan, x)->cpus), 1);
+        assert_true(cpuset_equal(&pg_of(plan, x)->cpus, &pg_of(plan, y)->cpus));
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* The rule survives plan and snapshot JSON; a snapshot without rules loads. */
+static void test_rule_json(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-vm2", 0.05);
+        CpuSet ran = set_of("0-1");
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.5, &ran);
+        GroupRule rules[1] = { rule("quiet", RULE_ACTION_IGNORE, NULL, NULL) };
+        Plan *plan = decide_rules(&s, &p, NULL, SEC_NS, rules);
+        _cleanup_free_ char *json = NULL, *snap = NULL;
+        assert_int_equal(plan_to_json(plan, &json), 0);
+        Plan *back = NULL;
+        assert_int_equal(plan_from_json(json, &back), 0);
+        assert_string_equal(pg_of(back, g)->rule, "quiet");
+        assert_int_equal(pg_of(back, g)->rule_action, RULE_ACTION_IGNORE);
+        plan_free(back);
+
+        GroupRule pw = rule("client", RULE_ACTION_PACK_WITH, "server", g);
+        PolicySnapshot sn = { .topology = (char *)"x",
+                              .groups = s.groups,
+                              .n_groups = 1,
+                              .rules = &pw,
+                              .loads = s.loads,
+                              .n_loads = s.t->n_cpus };
+        assert_int_equal(policy_snapshot_to_json(&sn, &snap), 0);
+        PolicySnapshot *in = NULL;
+        assert_int_equal(policy_snapshot_from_json(snap, &in), 0);
+        assert_non_null(in->rules);
+        assert_int_equal(in->rules[0].action, RULE_ACTION_PACK_WITH);
+        assert_string_equal(in->rules[0].rule, "client");
+        assert_string_equal(in->rules[0].partner, "server");
+        assert_true(in->rules[0].has_partner_group);
+        assert_int_equal(in->rules[0].partner_group, g->id);
+        policy_snapshot_free(in);
+        sn.rules = NULL;
+        free(snap);
+        assert_int_equal(policy_snapshot_to_json(&sn, &snap), 0);
+        assert_null(strstr(snap, "\"rule\""));
+        assert_int_equal(policy_snapshot_from_json(snap, &in), 0);
+        assert_null(in->rules);
+        policy_snapshot_free(in);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
 static void test_bad_input(void **state) {
         Plan *plan = NULL;
         PolicyInput in = { 0 };
@@ -901,6 +1137,10 @@ int main(void) {
                 cmocka_unit_test(test_limits_respected),
                 cmocka_unit_test(test_consolidation),
                 cmocka_unit_test(test_json_round_trip),
+                cmocka_unit_test(test_rule_ignore_never_pack),
+                cmocka_unit_test(test_rule_latency_critical),
+                cmocka_unit_test(test_rule_pack_with),
+                cmocka_unit_test(test_rule_json),
                 cmocka_unit_test(test_bad_input),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
