@@ -243,6 +243,9 @@ install: all
 	install -m644 conf/profiles/*.conf $(DESTDIR)$(DATADIR)/placed/profiles/
 	test -e $(DESTDIR)$(SYSCONFDIR)/placed/placed.conf || \
 		install -m644 conf/placed.conf $(DESTDIR)$(SYSCONFDIR)/placed/placed.conf
+	install -d $(DESTDIR)$(SYSCONFDIR)/placed/rules.d
+	test -e $(DESTDIR)$(SYSCONFDIR)/placed/rules.d/example.conf || \
+		install -m644 conf/rules.d/example.conf $(DESTDIR)$(SYSCONFDIR)/placed/rules.d/example.conf
 	install -d $(DESTDIR)$(UNITDIR)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' systemd/placed.service > $(DESTDIR)$(UNITDIR)/placed.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/placed.service

@@ -43,8 +43,10 @@ static const char *const action_names[_RULE_ACTION_MAX] = {
 
 /* Higher wins within a group. */
 static const int action_strength[_RULE_ACTION_MAX] = {
-        [RULE_ACTION_NONE] = 0,        [RULE_ACTION_PACK_WITH] = 1,
-        [RULE_ACTION_LATENCY_CRITICAL] = 2, [RULE_ACTION_NEVER_PACK] = 3,
+        [RULE_ACTION_NONE] = 0,
+        [RULE_ACTION_PACK_WITH] = 1,
+        [RULE_ACTION_LATENCY_CRITICAL] = 2,
+        [RULE_ACTION_NEVER_PACK] = 3,
         [RULE_ACTION_IGNORE] = 4,
 };
 
@@ -225,8 +227,7 @@ int rules_add_ignore(RuleSet *set, const char *name_prefix, unsigned index, cons
         return 0;
 }
 
-_printf_(4, 5) static void diagf(RulesDiag diag, void *userdata, bool error, const char *fmt,
-                                 ...) {
+_printf_(4, 5) static void diagf(RulesDiag diag, void *userdata, bool error, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
         if (!diag)
@@ -250,9 +251,8 @@ int rules_check(const RuleSet *set, RulesDiag diag, void *userdata) {
                         continue;
                 const Rule *p = rules_find(set, r->partner);
                 if (!p || p == r) {
-                        diagf(diag, userdata, true,
-                              "%s: rule [%s]: partner \"%s\" is %s", r->origin, r->name,
-                              r->partner, p ? "the rule itself" : "not a rule");
+                        diagf(diag, userdata, true, "%s: rule [%s]: partner \"%s\" is %s",
+                              r->origin, r->name, r->partner, p ? "the rule itself" : "not a rule");
                         return -EINVAL;
                 }
                 if (p->action == RULE_ACTION_IGNORE || p->action == RULE_ACTION_NEVER_PACK) {
@@ -384,7 +384,8 @@ static int rf_handler(void *user, const char *section, const char *key, const ch
                 (void)set_key(rf, &r->unit, key, value);
         else if (strcmp(key, "cgroup") == 0) {
                 if (value[0] != '/')
-                        rf_error(rf, "rule [%s]: cgroup \"%s\": a cgroup path prefix starts with '/'",
+                        rf_error(rf,
+                                 "rule [%s]: cgroup \"%s\": a cgroup path prefix starts with '/'",
                                  r->name, value);
                 else
                         (void)set_key(rf, &r->cgroup, key, value);
@@ -473,8 +474,8 @@ static int rules_load_file(const char *path, RuleSet *set, RulesDiag diag, void 
                 diagf(diag, userdata, true, "%s: read error", path);
                 r = -EIO;
         } else if (r > 0 && (rf.error_line == 0 || (unsigned)r < rf.error_line)) {
-                diagf(diag, userdata, true, "%s:%d: syntax error: expected [NAME] or \"key = value\"",
-                      path, r);
+                diagf(diag, userdata, true,
+                      "%s:%d: syntax error: expected [NAME] or \"key = value\"", path, r);
                 r = -EINVAL;
         } else if (rf.error_line > 0) {
                 diagf(diag, userdata, true, "%s:%u: %s", path, rf.error_line, rf.error);

@@ -30,8 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RULE_NAME_MAX  64
-#define RULES_MAX      1024
+#define RULE_NAME_MAX   64
+#define RULES_MAX       1024
 #define RULE_ORIGIN_MAX 300
 
 typedef enum RuleAction {
@@ -51,7 +51,7 @@ typedef struct Rule {
         char *cgroup; /* path prefix: "/a/b" covers "/a/b" and "/a/b/c", not "/a/bc" */
         char *unit;   /* fnmatch() glob */
         RuleAction action;
-        char partner[RULE_NAME_MAX]; /* pack-with: the partner rule's name */
+        char partner[RULE_NAME_MAX];  /* pack-with: the partner rule's name */
         char origin[RULE_ORIGIN_MAX]; /* "FILE:LINE" of its section, for messages */
 } Rule;
 
@@ -117,8 +117,7 @@ int rule_unit_from_cgroup(const char *cgroup, char *buf, size_t size);
  * action, then the earliest rule in set. partner_group is left unset (see
  * rules_link_partners()).
  */
-void rules_group_decide(const RuleSet *set, const Rule *const *matched, unsigned n,
-                        GroupRule *ret);
+void rules_group_decide(const RuleSet *set, const Rule *const *matched, unsigned n, GroupRule *ret);
 
 /*
  * rules_link_partners() - for each pack-with decision, the group whose own

@@ -832,6 +832,55 @@ static void test_rules(void **state) {
         config_done(&c);
 }
 
+/* The shipped example: no rule as shipped; each commented rule, uncommented, loads. */
+static void test_shipped_rules(void **state) {
+        TestDir *t = *state;
+        char src[PATH_MAX], line[512];
+        Config c;
+
+        xsprintf(src, sizeof(src), "%s/conf/rules.d/example.conf", src_dir());
+        FILE *in = fopen(src, "re");
+        assert_non_null(in);
+        make_dir(t->rules_dir);
+        char dst[PATH_MAX + 32];
+        xsprintf(dst, sizeof(dst), "%s/example.conf", t->rules_dir);
+        FILE *plain = fopen(dst, "we"), *out = NULL;
+        assert_non_null(plain);
+        bool below = false;
+        while (fgets(line, sizeof(line), in)) {
+                fputs(line, plain);
+                if (strstr(line, "Every line below is commented out"))
+                        below = true;
+                else if (below && strncmp(line, "# ", 2) == 0 && !out) {
+                        char un[PATH_MAX + 32];
+                        xsprintf(un, sizeof(un), "%s/uncommented.txt", t->root);
+                        out = fopen(un, "we");
+                        assert_non_null(out);
+                }
+                /* "# [NAME]" and "# key = value" lines; prose has no " = " */
+                if (out && strncmp(line, "# ", 2) == 0 &&
+                    (line[2] == '[' || (line[2] >= 'a' && line[2] <= 'z' && strstr(line, " = "))))
+                        fputs(line + 2, out);
+        }
+        fclose(in);
+        fclose(plain);
+        assert_non_null(out);
+        fclose(out);
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.rules.n_rules, 0);
+        config_done(&c);
+
+        char un[PATH_MAX + 32];
+        xsprintf(un, sizeof(un), "%s/uncommented.txt", t->root);
+        assert_int_equal(rename(un, dst), 0);
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.rules.n_rules, 5);
+        assert_string_equal(c.rules.rules[0].name, "database");
+        assert_int_equal(c.rules.rules[3].action, RULE_ACTION_PACK_WITH);
+        assert_string_equal(c.rules.rules[4].partner, "loadgen");
+        config_done(&c);
+}
+
 /* ---- Exclude lists ---- */
 
 static void test_exclude_lists(void **state) {
@@ -901,6 +950,7 @@ int main(void) {
                 T(test_invalid_profile_name),
                 T(test_exclude_lists),
                 T(test_rules),
+                T(test_shipped_rules),
 #undef T
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

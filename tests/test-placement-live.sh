@@ -7,7 +7,8 @@
 #   2. SIGTERM restores both affinities and empties the journal;
 #   3. after SIGKILL the pair stays pinned until "placed --restore", which is
 #      idempotent; 4. --restore is refused while a daemon holds the journal;
-#   5. excluded and 6. already-pinned tasks are left as they are;
+#   5. excluded (an ignore rule "exclude.comm[1]") and 6. already-pinned
+#      tasks are left as they are;
 #   7. a task whose affinity an administrator changed after placed is let go,
 #      and not restored over;
 #   8. a hackbench mesh (a) and a fan-out (b), each sized to need every CPU,
@@ -118,10 +119,11 @@ decided_untouched() {
 step_excluded() {
     pair_start
     live_placed_start exclude
-    decided_untouched 5 "$T/exclude.log" "Placing pair group .*sched-pipe" "exclusion"
+    # [exclude] is an ignore rule named after its key: the whole group is left alone.
+    decided_untouched 5 "$T/exclude.log" 'Leaving pair group .*rule "exclude.comm\[1\]" (ignore)' "exclusion"
     placed_stop TERM
     [ "$placed_rc" -eq 0 ] || fail "5. placed exited $placed_rc"
-    ok "5. excluded pair (comm sched-pipe) decided for but untouched: $(pair_affinity) over 7 ticks"
+    ok "5. excluded pair (comm sched-pipe, rule exclude.comm[1]) decided for but untouched: $(pair_affinity) over 7 ticks"
 }
 
 step_pinned() {

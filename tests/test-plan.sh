@@ -67,6 +67,86 @@ assert len(used_pf) <= len(used_b), (used_pf, used_b)
 print("ok - meshes homed apart under balanced; power-first uses %d LLCs, balanced %d" % (len(used_pf), len(used_b)))
 PY
 
+# Rules written in the snapshot (issue 15): each action on the same model.
+python3 - "$T" "$snap" <<'PY' || fail "could not write the rule snapshots"
+import json, sys
+T, snap = sys.argv[1:]
+base = json.load(open(snap))
+def write(name, rules):
+    s = json.loads(json.dumps(base))
+    for g in s["groups"]:
+        if g["id"] in rules:
+            g["rule"] = rules[g["id"]]
+    json.dump(s, open("%s/%s.json" % (T, name), "w"))
+write("ignore", {1: {"name": "quiet", "action": "ignore"}})
+write("never-pack", {1: {"name": "spread", "action": "never-pack"},
+                     2: {"name": "spread", "action": "never-pack"}})
+write("latency-critical", {1: {"name": "rt", "action": "latency-critical"}})
+write("pack-with", {1: {"name": "client", "action": "pack-with", "partner": "server",
+                        "partner_group": 2},
+                    2: {"name": "server", "action": "pack-with", "partner": "client",
+                        "partner_group": 1}})
+PY
+plan_rules() { # SNAPSHOT PROFILE
+    "$placed" --plan --snapshot "$T/$1.json" --sysfs-root "$fx/topo-epyc2s" \
+        --profiles-dir "$PLACED_SRC/conf/profiles" --profile "$2" >"$T/$1.$2.plan" ||
+        fail "--plan with rules ($1, $2) failed"
+}
+plan_rules ignore balanced
+plan_rules never-pack balanced
+plan_rules latency-critical power-first
+plan_rules pack-with balanced
+python3 - "$T" "$PLACED_BUILD/placed" "$fx/topo-epyc2s" <<'PY' || fail "rule plan checks failed"
+import json, subprocess, sys
+T, placed, root = sys.argv[1:]
+topo = json.loads(subprocess.run([placed, "--dump-topology", "--sysfs-root", root],
+                                 capture_output=True, text=True, check=True).stdout)
+def cpus(s):
+    out = set()
+    for part in filter(None, s.split(",")):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+llc_of = {c: l["id"] for l in topo["llcs"] for c in cpus(l["cpus"])}
+core_of = {c["cpu"]: c["core"] for c in topo["cpus"]}
+def groups(name):
+    return {g["id"]: g for g in json.load(open("%s/%s.plan" % (T, name)))["groups"]}
+def named(g, rule, action):
+    assert g.get("rule") == rule and g.get("rule_action") == action, g
+    assert g["reason"].startswith('rule "%s" (%s): ' % (rule, action)), g["reason"]
+
+g = groups("ignore.balanced")
+named(g[1], "quiet", "ignore")
+assert not g[1]["managed"], g[1]
+assert g[2]["managed"] and "rule" not in g[2], g[2]  # the others as before
+print("ok - ignore: the pair (packed without the rule) is left alone: %s" % g[1]["reason"])
+
+g = groups("never-pack.balanced")
+for i in (1, 2):
+    named(g[i], "spread", "never-pack")
+    assert not g[i]["managed"], g[i]
+assert g[3]["managed"], g[3]
+print("ok - never-pack: the pair and a mesh (homed without the rule) left to the kernel")
+
+plan = json.load(open("%s/latency-critical.power-first.plan" % T))
+g = {x["id"]: x for x in plan["groups"]}
+named(g[1], "rt", "latency-critical")
+pair = cpus(g[1]["cpus"])
+assert g[1]["managed"] and len(pair) == 2 and len({core_of[c] for c in pair}) == 1, g[1]
+caps = {e["cpu"] for e in plan["idle"]}
+assert pair <= caps and caps == pair, (caps, pair)  # latency-first's cap, only there
+print("ok - latency-critical under power-first: pair on the SMT siblings %s, idle caps on %s only" %
+      (g[1]["cpus"], sorted(caps)))
+
+g = groups("pack-with.balanced")
+named(g[1], "client", "pack-with")
+named(g[2], "server", "pack-with")
+assert g[1]["managed"] and g[1]["cpus"] == g[2]["cpus"], (g[1], g[2])
+assert len({llc_of[c] for c in cpus(g[1]["cpus"])}) == 1, g[1]
+assert g[1]["trial"]["verdict"] == "none", g[1]
+print("ok - pack-with: the pair and a mesh share CPUs %s in one LLC" % g[1]["cpus"])
+PY
+
 # Bad input is refused, naming what was wrong.
 echo '{"groups": [' >"$T/broken.json"
 set +e

@@ -20,8 +20,11 @@
 
 static Rule mk(const char *name, RuleAction a, const char *comm, const char *exe,
                const char *cgroup, const char *unit) {
-        Rule r = { .action = a, .comm = (char *)comm, .exe = (char *)exe,
-                   .cgroup = (char *)cgroup, .unit = (char *)unit };
+        Rule r = { .action = a,
+                   .comm = (char *)comm,
+                   .exe = (char *)exe,
+                   .cgroup = (char *)cgroup,
+                   .unit = (char *)unit };
         snprintf(r.name, sizeof(r.name), "%s", name);
         return r;
 }
@@ -174,9 +177,9 @@ static void test_action_names(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_match_keys),      cmocka_unit_test(test_first_rule_wins),
+                cmocka_unit_test(test_match_keys),       cmocka_unit_test(test_first_rule_wins),
                 cmocka_unit_test(test_unit_from_cgroup), cmocka_unit_test(test_group_precedence),
-                cmocka_unit_test(test_link_partners),   cmocka_unit_test(test_action_names),
+                cmocka_unit_test(test_link_partners),    cmocka_unit_test(test_action_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,14 +150,15 @@ for f in /usr/sbin/placed /usr/bin/placectl /lib/systemd/system/placed.service \
     /usr/share/dbus-1/system.d/org.placed1.conf /usr/share/polkit-1/actions/org.placed1.policy \
     /usr/share/placed/profiles/balanced.conf /usr/share/placed/profiles/power-first.conf \
     /usr/share/placed/profiles/latency-first.conf /etc/placed/placed.conf \
+    /etc/placed/rules.d/example.conf \
     /usr/share/man/man8/placed.8.gz /usr/share/man/man1/placectl.1.gz \
     /usr/share/man/man5/placed.conf.5.gz /usr/share/doc/placed/copyright; do
     grep -qx "$f" "$work/contents" || fail "the package lacks $f"
 done
 ! grep -q '^/usr/local' "$work/contents" || fail "the package ships files in /usr/local"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles >"$work/conffiles"
-[ "$(cat "$work/conffiles")" = /etc/placed/placed.conf ] ||
-    fail "conffiles is '$(cat "$work/conffiles")', expected /etc/placed/placed.conf"
+[ "$(sort "$work/conffiles" | paste -sd ' ')" = "/etc/placed/placed.conf /etc/placed/rules.d/example.conf" ] ||
+    fail "conffiles is '$(cat "$work/conffiles")', expected /etc/placed/placed.conf and /etc/placed/rules.d/example.conf"
 depends=$(dpkg-deb -f "$deb" Depends)
 case $depends in *libbpf*libsystemd*) ;; *) fail "Depends lacks the shared libraries (shlibs): $depends" ;; esac
 ok "lintian: no errors, no warnings ($(grep -c . "$work/lintian" || true) info lines); files in Debian's places, placed.conf a conffile"

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Per-application rules against real tasks (issue 15, item 2): the real
+# placed, 200 ms ticks, a rules.d directory beside its configuration, a
+# private D-Bus for placectl, and perf's lockstep pipe pair (two processes
+# named "sched-pipe"), which balanced packs onto one CPU without a rule:
+#   1. the pair is packed while no rule matches it; an "ignore" rule added by
+#      SIGHUP hands it back to all CPUs and keeps it there; placectl explain
+#      and groups --json name the rule; a broken rules file is refused on
+#      SIGHUP and on placectl reload with FILE:LINE, and the running rules
+#      stay (the pair stays unpinned);
+#   2. "never-pack": decided for, never pinned, never journaled;
+#   3. "latency-critical" under power-first: the pair is placed and its CPU
+#      gets latency-first's idle cap, which power-first alone never sets
+#      (where the machine has per-CPU PM QoS files), and explain names the rule.
+# Each step puts back what it changed; the end checks nothing is left changed.
+. "$(dirname "$0")/lib/common.sh"
+
+live_init
+command -v perf >/dev/null || skip "perf (linux-perf) is not installed"
+command -v dbus-daemon >/dev/null || skip "dbus-daemon is not installed (apt-get install dbus)"
+[ "$(nproc --all)" -ge 2 ] || skip "needs at least 2 CPUs to tell packed from spread"
+all=$(online_cpus)
+placectl=$PLACED_BUILD/placectl
+
+write_bus_config ''
+out=$(dbus-daemon --config-file="$T/bus.conf" --fork --print-address=1 --print-pid=1) ||
+    fail "dbus-daemon did not start with $T/bus.conf"
+ADDR=$(echo "$out" | sed -n 1p)
+bus_pid=$(echo "$out" | sed -n 2p)
+at_exit "kill $bus_pid"
+export PLACED_BUS_ADDRESS=
+pc() { "$placectl" --address "$ADDR" "$@"; }
+
+# rules_conf NAME: $T/NAME/placed.conf (journal in $T/journal), rules in $T/NAME/rules.d.
+rules_conf() {
+    mkdir -p "$T/$1/rules.d"
+    live_config "$1/placed"
+}
+
+# pair_unpinned_and_unjournaled: both tasks on all CPUs, and never journaled.
+pair_all() { pair_is "$all" "$all"; }
+
+step_ignore_and_reload() {
+    rules_conf ignore
+    local rules=$T/ignore/rules.d log=$T/ignore/placed.log
+    printf '# nothing running matches\n[other]\ncomm = no-such-task\naction = ignore\n' >"$rules/10-bench.conf"
+    pair_start
+    live_placed_start ignore/placed --profile balanced --bus "$ADDR"
+    wait_packed "$log"
+    ok "1. no rule matches: pair packed on CPU $(cpus_allowed "$pair_parent") in ${packed_ms} ms"
+
+    printf '[quiet-bench]\n; the pipe pair of perf bench\ncomm = sched-*\naction = ignore\n' >"$rules/20-bench.conf"
+    kill -HUP "$placed_pid"
+    wait_for_ms 3000 pair_all || fail "1. the ignore rule did not hand the pair back: $(pair_affinity); $(tail -20 "$log")"
+    stays "$log" 1500 pair_all || fail "1. the ignored pair was pinned again: $(pair_affinity)"
+    grep -q "Handing pair group .*rule \"quiet-bench\" (ignore): left alone" "$log" ||
+        fail "1. placed did not log handing the pair back for the rule: $(grep -i 'pair group' "$log" | tail -5)"
+    local explain
+    explain=$(pc explain "$pair_parent") || fail "1. placectl explain failed: $explain"
+    echo "$explain" | grep -q "Rule \"quiet-bench\" (ignore, $rules/20-bench.conf:1) decided" ||
+        fail "1. explain does not name the rule and where it is written: $explain"
+    pc groups --json >"$T/groups.json" || fail "1. placectl groups --json failed"
+    python3 - "$T/groups.json" "$pair_parent" <<'PY' || fail "1. groups --json lacks the rule: $(cat "$T/groups.json")"
+import json, sys
+groups = json.load(open(sys.argv[1]))
+g = [g for g in groups if int(sys.argv[2]) in g["tids"]][0]
+assert g["rule"] == {"name": "quiet-bench", "action": "ignore"}, g
+PY
+    ok "1. SIGHUP with an ignore rule: pair back on $all and kept there; explain: \"${explain##*allowed on CPUs }\""
+
+    # A broken rules file: both reload paths refuse it by FILE:LINE; the rules in force stay.
+    printf '[broken]\ncomm = x\naction = sometimes\n' >"$rules/30-broken.conf"
+    kill -HUP "$placed_pid"
+    wait_for_ms 3000 grep -q "30-broken.conf:3: rule \[broken\]: invalid action" "$log" ||
+        fail "1. SIGHUP with a broken rules file: no FILE:LINE error: $(tail -5 "$log")"
+    grep -q "Reload failed, keeping the running configuration" "$log" || fail "1. the broken reload was not refused"
+    local rc=0
+    pc reload >"$T/reload.out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] || fail "1. placectl reload accepted a broken rules file"
+    grep -q "30-broken.conf:3" "$T/reload.out" || fail "1. placectl reload's error lacks FILE:LINE: $(cat "$T/reload.out")"
+    stays "$log" 1000 pair_all || fail "1. after the refused reload the pair was pinned: $(pair_affinity)"
+    pc explain "$pair_parent" | grep -q 'Rule "quiet-bench"' || fail "1. the running rules did not stay"
+    ok "1. broken rules file refused: $(sed 's/^<[0-9]>//' "$T/reload.out" | head -1)"
+    placed_stop TERM
+    [ "$placed_rc" -eq 0 ] || fail "1. placed exited $placed_rc"
+    pair_all || fail "1. after SIGTERM the pair has $(pair_affinity)"
+}
+
+step_never_pack() {
+    rules_conf never
+    printf '[spread-bench]\ncomm = sched-pipe\naction = never-pack\n' >"$T/never/rules.d/bench.conf"
+    pair_start
+    live_placed_start never/placed --profile balanced
+    local log=$T/never/placed.log
+    wait_for_ms 3000 grep -q "Leaving pair group .*rule \"spread-bench\" (never-pack)" "$log" ||
+        fail "2. placed never decided for the pair under the never-pack rule: $(grep -i 'pair group' "$log" | tail -5)"
+    stays "$log" 2000 pair_all || fail "2. the never-pack pair was pinned: $(pair_affinity)"
+    ! journal_ever_task "$pair_parent" "$pair_child" || fail "2. never-pack pair journaled: $(journal_records)"
+    placed_stop TERM
+    ok "2. never-pack: \"$(grep -m1 -o 'rule "spread-bench" (never-pack): [^.]*' "$log")\"; pair on $all for 2 s, never journaled"
+}
+
+# cpu_capped CPU: its PM QoS value is no longer "0" (no constraint).
+cpu_capped() {
+    local f=$cpu_sys/cpu$1/power/pm_qos_resume_latency_us
+    [ -e "$f" ] && [ "$(cat "$f")" != 0 ]
+}
+
+step_latency_critical() {
+    rules_conf lc
+    printf '[rt-bench]\nexe = */perf\ncomm = sched-pipe\naction = latency-critical\n' >"$T/lc/rules.d/bench.conf"
+    pair_start
+    live_placed_start lc/placed --profile power-first --bus "$ADDR"
+    local log=$T/lc/placed.log cpu explain
+    grep -q "Active profile: power-first" "$log" || fail "3. power-first not active: $(head -5 "$log")"
+    wait_packed "$log"
+    cpu=$(cpus_allowed "$pair_parent")
+    grep -q "Placing pair group .*rule \"rt-bench\" (latency-critical)" "$log" ||
+        fail "3. the placement does not name the rule: $(grep 'Placing' "$log")"
+    explain=$(pc explain "$pair_parent") || fail "3. placectl explain failed: $explain"
+    echo "$explain" | grep -q "Profile power-first: rule \"rt-bench\" (latency-critical): pair" ||
+        fail "3. explain: $explain"
+    echo "$explain" | grep -q "Rule \"rt-bench\" (latency-critical, $T/lc/rules.d/bench.conf:1) decided" ||
+        fail "3. explain does not name the rule: $explain"
+    local caps="no per-CPU PM QoS file here"
+    if [ -e "$cpu_sys/cpu$cpu/power/pm_qos_resume_latency_us" ]; then
+        wait_for_ms 3000 cpu_capped "$cpu" ||
+            fail "3. the latency-critical pair's CPU $cpu got no idle cap: $(idle_changes); $(grep -i idle "$log" | tail -3)"
+        journal_live | grep -q "^pm_qos $cpu" || fail "3. CPU $cpu capped but not journaled"
+        caps="CPU $cpu PM QoS $(cat "$cpu_sys/cpu$cpu/power/pm_qos_resume_latency_us") us"
+    fi
+    placed_stop TERM
+    [ "$placed_rc" -eq 0 ] || fail "3. placed exited $placed_rc"
+    [ -z "$(idle_changes)" ] || fail "3. idle values not restored by SIGTERM: $(idle_changes)"
+    pair_all || fail "3. after SIGTERM the pair has $(pair_affinity)"
+    ok "3. latency-critical under power-first: pair on CPU $cpu, $caps; restored on SIGTERM"
+}
+
+live_step 1 step_ignore_and_reload
+live_step 2 step_never_pack
+live_step 3 step_latency_critical
+
+live_check_restored
+ok "nothing left changed ($(wc -l <"$T/idle.start") idle values as at the start)"
+live_steps_done
+echo "all live rule checks passed"
