@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the policy's own files share (policy.c, policy-trial.c,
- * policy-rules.c); not part of the library's interface.
+ * policy-rules.c, policy-json.c); not part of the library's interface.
  */
 #pragma once
 
@@ -28,6 +28,12 @@ typedef struct Ctx {
         int *joint;       /* per group index: first index of its pack-with set, -1 none */
         PlanGroup **joint_placed; /* per group index: the set's decision this tick, NULL yet */
 } Ctx;
+
+/* Orders plan groups by id (plans keep them sorted: plan_find_group()). */
+int policy_plan_group_cmp(const void *x, const void *y);
+
+/* An empty plan for n_groups groups and n_cpus CPUs (no idle caps). Return: 0 or -ENOMEM. */
+int policy_plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret);
 
 /* Sets pg->reason, printf-style, cut to PLAN_REASON_MAX. */
 _printf_(2, 3) void policy_set_reason(PlanGroup *pg, const char *fmt, ...);

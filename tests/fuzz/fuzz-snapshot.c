@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzes the model snapshot reader that "placed --plan" runs on files from
- * anywhere (policy_snapshot_from_json(), lib/policy.c).
+ * anywhere (policy_snapshot_from_json(), lib/policy-json.c).
  */
 #include "fuzz.h"
 
