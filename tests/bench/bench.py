@@ -390,7 +390,12 @@ class Placed:
             for line in f:
                 if line.startswith("VmHWM:"):
                     hwm = int(line.split()[1])
-        return {"placed_cpu_s": cpu_s, "placed_peak_rss_kib": hwm}
+        self.log.seek(0)
+        log = self.log.read()
+        # What its trials concluded during the run (placed's own log lines).
+        return {"placed_cpu_s": cpu_s, "placed_peak_rss_kib": hwm,
+                "trials_kept": log.count("Keeping "),
+                "trials_reverted": len(re.findall(r"to the kernel: .*did worse", log))}
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
