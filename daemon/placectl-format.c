@@ -326,3 +326,89 @@ void print_graph_dot(json_object *graph) {
         }
         printf("}\n");
 }
+
+#define WAKE_LABEL_MAX 40 /* "comm/tid": 15 + 1 + 10 bytes and the NUL, with room */
+
+/* "comm/tid" of a graph task into buf, control characters shown as '?', for a table cell. */
+static void graph_task_label(json_object *t, char *buf, size_t size) {
+        snprintf(buf, size, "%s/%" PRId64, json_get_str(t, "comm"), json_get_int(t, "tid"));
+        for (char *p = buf; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        *p = '?';
+}
+
+/* A graph task by its tid, for the edge rows' lookups. */
+typedef struct TaskByTid {
+        int64_t tid;
+        json_object *task;
+} TaskByTid;
+
+static int task_tid_compare(const void *a, const void *b) {
+        int64_t x = ((const TaskByTid *)a)->tid, y = ((const TaskByTid *)b)->tid;
+        return (x > y) - (x < y);
+}
+
+static int edge_rate_compare(const void *a, const void *b) {
+        double x = json_get_double(*(json_object *const *)a, "rate");
+        double y = json_get_double(*(json_object *const *)b, "rate");
+        return (x < y) - (x > y); /* fastest first */
+}
+
+/* One edge row: its ends by "comm/tid" (found in by_tid, sorted by tid), rate, strength. */
+static void print_graph_edge_row(json_object *e, const TaskByTid *by_tid, size_t n_tasks) {
+        static const char *const keys[2] = { "waker", "wakee" };
+        char ends[2][WAKE_LABEL_MAX];
+        json_object *v;
+
+        for (int i = 0; i < 2; i++) {
+                TaskByTid key = { .tid = json_get_int(e, keys[i]) };
+                const TaskByTid *t =
+                        bsearch(&key, by_tid, n_tasks, sizeof(*by_tid), task_tid_compare);
+                if (t)
+                        graph_task_label(t->task, ends[i], sizeof(ends[i]));
+                else
+                        snprintf(ends[i], sizeof(ends[i]), "?/%" PRId64, key.tid);
+        }
+        bool strong = json_object_object_get_ex(e, "strong", &v) && json_object_get_boolean(v);
+        printf("%-28s -> %-28s %10.1f  %s\n", ends[0], ends[1], json_get_double(e, "rate"),
+               strong ? "strong" : "weak");
+}
+
+/*
+ * The wake graph for people: the tasks by group, then the edges, fastest
+ * first. Rates are wakeups per second, decayed; only strong edges group tasks.
+ */
+void print_graph_text(json_object *graph) {
+        json_object *tasks = NULL, *edges = NULL;
+        json_object_object_get_ex(graph, "tasks", &tasks);
+        json_object_object_get_ex(graph, "edges", &edges);
+        size_t n_tasks = json_object_array_length(tasks), n_edges = json_object_array_length(edges);
+        char label[WAKE_LABEL_MAX];
+
+        printf("%zu tasks, %zu edges (wakeups/s, decayed; strong edges group tasks).\n\n", n_tasks,
+               n_edges);
+        printf("%-6s %-7s %-28s %8s %10s\n", "GROUP", "CLASS", "TASK", "TGID", "WAKES/S");
+        json_object_array_sort(tasks, task_compare);
+        for (size_t i = 0; i < n_tasks; i++) {
+                json_object *t = json_object_array_get_idx(tasks, i);
+                const char *class = json_get_str(t, "class");
+                graph_task_label(t, label, sizeof(label));
+                printf("%-6s %-7s %-28s %8" PRId64 " %10.1f\n",
+                       json_get_int(t, "group") ? json_get_str(t, "group") : "-",
+                       class[0] ? class : "-", label, json_get_int(t, "tgid"),
+                       json_get_double(t, "out_rate"));
+        }
+
+        _cleanup_free_ TaskByTid *by_tid = calloc(n_tasks + 1, sizeof(*by_tid));
+        if (!by_tid)
+                return;
+        for (size_t i = 0; i < n_tasks; i++) {
+                json_object *t = json_object_array_get_idx(tasks, i);
+                by_tid[i] = (TaskByTid){ .tid = json_get_int(t, "tid"), .task = t };
+        }
+        qsort(by_tid, n_tasks, sizeof(*by_tid), task_tid_compare);
+        printf("\n%-28s    %-28s %10s  %s\n", "WAKER", "WAKEE", "RATE/S", "EDGE");
+        json_object_array_sort(edges, edge_rate_compare);
+        for (size_t i = 0; i < n_edges; i++)
+                print_graph_edge_row(json_object_array_get_idx(edges, i), by_tid, n_tasks);
+}

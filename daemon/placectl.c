@@ -39,7 +39,8 @@ static void help(void) {
                "                            latency-first, or one of your own)\n"
                "  groups                    The task groups placed manages, and where they run\n"
                "  explain TID               Why task TID runs where it does\n"
-               "  graph [--dot|--json]      The wake graph, for Graphviz (dot -Tsvg) or as JSON\n"
+               "  graph [--dot|--json]      The wake graph: tasks by group and edges by rate;\n"
+               "                            --dot for Graphviz (dot -Tsvg), or as JSON\n"
                "  snapshot [FILE]           What the last decision was made from (JSON), for\n"
                "                            \"placed --plan --snapshot FILE\" or a bug report\n"
                "  reload                    Re-read the configuration and profiles\n"
@@ -51,6 +52,7 @@ static void help(void) {
                "  -a --address ADDRESS      D-Bus address of placed's bus, or \"system\" or\n"
                "                            \"session\" [$PLACED_BUS_ADDRESS, else system]\n"
                "  -j --json                 Print JSON (status, profile, groups, explain, graph)\n"
+               "     --dot                  Print the wake graph as DOT (graph)\n"
                "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
@@ -126,7 +128,7 @@ static int verb_groups(sd_bus *bus, const Args *a, int argc, char **argv) {
         return EXIT_OK;
 }
 
-/* The wake graph: DOT, or JSON with --json. */
+/* The wake graph: a table by default, DOT with --dot, JSON with --json. */
 static int verb_graph(sd_bus *bus, const Args *a, int argc, char **argv) {
         json_object *graph;
 
@@ -137,7 +139,10 @@ static int verb_graph(sd_bus *bus, const Args *a, int argc, char **argv) {
                 print_json(graph);
                 return EXIT_OK;
         }
-        print_graph_dot(graph);
+        if (a->dot)
+                print_graph_dot(graph);
+        else
+                print_graph_text(graph);
         json_object_put(graph);
         return EXIT_OK;
 }
@@ -298,13 +303,17 @@ static const Verb *verb_find(const char *name) {
         return NULL;
 }
 
-/* Return: 0 if the verb's arguments fit it, else EXIT_USAGE (message printed). */
+/* Return: 0 if the verb's arguments and the options fit it, else EXIT_USAGE (message printed). */
 static int verb_check(const Verb *v, const Args *a, int nargs, char **args) {
         if (nargs < v->min_args)
                 return usage_error("%s needs %s.", v->name, v->needs);
         if (v->max_args >= 0 && nargs > v->max_args)
                 return usage_error("%s takes %s, not \"%s\".", v->name, v->takes,
                                    args[v->max_args]);
+        if (a->dot && strcmp(v->name, "graph") != 0)
+                return usage_error("--dot is for graph only.");
+        if (a->dot && a->json)
+                return usage_error("graph prints --dot or --json, not both.");
         return 0;
 }
 

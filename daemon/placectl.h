@@ -90,5 +90,6 @@ json_object *status_to_json(json_object *status, json_object *classes, json_obje
 /* groups: the table. */
 void print_groups_table(json_object *groups);
 
-/* graph: DOT for Graphviz. */
+/* graph: a table of tasks by group and edges by rate, or DOT for Graphviz. */
+void print_graph_text(json_object *graph);
 void print_graph_dot(json_object *graph);
