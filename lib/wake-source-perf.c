@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "task-facts.h"
 #include "util.h"
 #include "wake-source-ops.h"
 
@@ -162,26 +163,14 @@ static void ring_copy(const PerfRing *ring, uint64_t pos, void *dst, size_t n) {
  * the memo is cleared at each read, for reused tids.
  */
 static int perf_is_kthread(PerfSource *s, pid_t tid) {
-        _cleanup_free_ char *path = NULL;
-        char buf[512];
+        TaskFacts t;
         uint32_t v;
         int kthread = 0;
 
         if (u64map_get(s->kthread_memo, (uint64_t)tid, &v))
                 return (int)v - 1;
-        if (asprintf(&path, "%s/%d/stat", s->opts.procfs_root ? s->opts.procfs_root : "/proc",
-                     (int)tid) < 0)
-                return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-        if (n > 0) {
-                buf[n] = 0;
-                const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-                unsigned long flags;
-                /* state ppid pgrp session tty_nr tpgid flags */
-                if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1)
-                        kthread = (flags & PF_KTHREAD) != 0;
-        }
+        if (task_facts_read_stat(s->opts.procfs_root, 0, tid, &t) == 0)
+                kthread = (t.flags & PF_KTHREAD) != 0;
         if (u64map_put(s->kthread_memo, (uint64_t)tid, (uint32_t)kthread + 1) < 0)
                 return -ENOMEM;
         return kthread;
