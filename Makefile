@@ -66,7 +66,7 @@ LIB_SRCS := $(filter-out %.bpf.c,$(wildcard lib/*.c))
 LIB_OBJS := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
 LIB      := $(BUILD)/libplaced.a
 
-PLACECTL_SRCS := daemon/placectl.c
+PLACECTL_SRCS := $(wildcard daemon/placectl*.c)
 PLACED_SRCS   := $(filter-out $(PLACECTL_SRCS),$(wildcard daemon/*.c))
 PLACED_OBJS   := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACED_SRCS))
 PLACECTL_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(PLACECTL_SRCS))
@@ -146,9 +146,9 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/helpers/%: tests/helpers/%.c
+$(BUILD)/helpers/%: tests/helpers/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -4,7 +4,8 @@
  * org.placed1.Manager. One static vtable; each handler parses, checks who is
  * asking, calls the manager and replies. State lives in the manager only.
  *
- * API (see also placectl(1) and placed(8)):
+ * API (see also placectl(1) and placed(8); the names, error names and
+ * signatures clients share are defined once, in lib/bus-contract.h):
  *
  *   properties
  *     ActiveProfile s     the profile in force (newest hold, else selected)  emits
@@ -103,12 +104,6 @@
 #include "loop.h"
 #include "wake-graph.h"
 
-#define BUS_ERROR_UNKNOWN_PROFILE "org.placed1.Error.UnknownProfile"
-#define BUS_ERROR_UNKNOWN_TASK    "org.placed1.Error.UnknownTask"
-#define BUS_ERROR_UNKNOWN_HOLD    "org.placed1.Error.UnknownHold"
-#define BUS_ERROR_CONFIG_INVALID  "org.placed1.Error.ConfigInvalid"
-#define BUS_ERROR_TOO_MANY_HOLDS  "org.placed1.Error.TooManyHolds"
-
 #define BUS_REASON_MAX        256
 #define BUS_POLKIT_TIMEOUT_US (10 * USEC_PER_SEC)
 #define BUS_EMIT_MAX          16
@@ -120,12 +115,11 @@
  * (SO_PEERCRED at connect time); no racy /proc lookup (no CREDS_AUGMENT).
  */
 static int bus_sender_is_root(sd_bus_message *msg) {
-        sd_bus_creds *creds = NULL;
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         uid_t euid;
         int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
         if (r >= 0)
                 r = sd_bus_creds_get_euid(creds, &euid);
-        sd_bus_creds_unref(creds);
         if (r < 0)
                 return r;
         return euid == 0;
@@ -164,8 +158,8 @@ static int bus_polkit_verdict(sd_bus_message *reply, const BusPolkitQuery *q, sd
                 return 0;
         }
         r = perr ? -sd_bus_message_get_errno(reply) : 0;
-        if (r >= 0) /* (bba{ss}): is_authorized, is_challenge, details */
-                r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r >= 0) /* is_authorized, is_challenge, details */
+                r = sd_bus_message_enter_container(reply, 'r', POLKIT_RESULT_FIELDS);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
         if (r < 0) { /* fail closed: an unregistered action, a timeout, polkit broken ... */
@@ -188,7 +182,7 @@ static int bus_polkit_verdict(sd_bus_message *reply, const BusPolkitQuery *q, sd
 /* polkit answered (or the call timed out): run the method or deny it, and reply. */
 static int bus_on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         BusPolkitQuery *q = userdata;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         int r = bus_polkit_verdict(reply, q, &error);
         if (r > 0)
@@ -204,7 +198,6 @@ static int bus_on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
                         log_debug("Cannot answer %s: %s", sd_bus_message_get_sender(q->msg),
                                   strerror(-r));
         }
-        sd_bus_error_free(&error);
         return 0;
 }
 
@@ -223,8 +216,8 @@ static int bus_on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_err
 static int bus_authorize_then(sd_bus_message *msg, Manager *m, const char *action,
                               BusAuthorizedFn then, sd_bus_error *error) {
         sd_bus *bus = sd_bus_message_get_bus(msg);
-        sd_bus_message *call = NULL;
-        sd_bus_slot *slot = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
 
         int r = bus_sender_is_root(msg);
         if (r > 0)
@@ -238,31 +231,28 @@ static int bus_authorize_then(sd_bus_message *msg, Manager *m, const char *actio
         *q = (BusPolkitQuery){ .m = m, .msg = sd_bus_message_ref(msg), .then = then };
         snprintf(q->action, sizeof(q->action), "%s", action);
 
-        r = sd_bus_message_new_method_call(
-                bus, &call, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
-                "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        r = sd_bus_message_new_method_call(bus, &call, POLKIT_BUS_NAME, POLKIT_BUS_PATH,
+                                           POLKIT_BUS_INTERFACE, "CheckAuthorization");
         if (r >= 0)
                 /* subject (sa{sv}), action_id, details a{ss}, flags, cancellation_id */
-                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name",
-                                          "s", sd_bus_message_get_sender(msg), action, 0,
-                                          UINT32_C(0), "");
+                r = sd_bus_message_append(call, POLKIT_CHECK_IN, "system-bus-name", 1, "name", "s",
+                                          sd_bus_message_get_sender(msg), action, 0, UINT32_C(0),
+                                          "");
         if (r >= 0)
                 r = sd_bus_call_async(bus, &slot, call, bus_on_polkit_reply, q,
                                       BUS_POLKIT_TIMEOUT_US);
-        sd_bus_message_unref(call);
         if (r < 0) {
                 bus_polkit_query_free(q);
                 return sd_bus_error_set_errnof(error, r, "Cannot ask polkit: %m");
         }
         /* The bus owns the pending call from now on; q dies with it. */
         (void)sd_bus_slot_set_destroy_callback(slot, bus_polkit_query_free);
-        (void)sd_bus_slot_set_floating(slot, 1);
-        sd_bus_slot_unref(slot);
+        (void)sd_bus_slot_set_floating(slot, 1); /* our reference goes at the return */
         return 1;
 }
 
 static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error *error) {
-        return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_PROFILE,
+        return sd_bus_error_setf(error, PLACED_ERROR_UNKNOWN_PROFILE,
                                  "Unknown profile \"%s\" (%u profiles are known; see the "
                                  "Profiles property).",
                                  name, m->config.n_profiles);
@@ -290,7 +280,7 @@ static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error 
         int r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
-        return bus_authorize_then(msg, userdata, "org.placed1.set-profile", set_profile_authorized,
+        return bus_authorize_then(msg, userdata, PLACED_ACTION_SET_PROFILE, set_profile_authorized,
                                   error);
 }
 
@@ -298,14 +288,14 @@ static int reload_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *erro
         _cleanup_free_ char *err = NULL;
         int r = manager_reload(m, &err);
         if (r < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_CONFIG_INVALID,
+                return sd_bus_error_setf(error, PLACED_ERROR_CONFIG_INVALID,
                                          "%s; the running configuration is kept.",
                                          err ? err : strerror(-r));
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return bus_authorize_then(msg, userdata, "org.placed1.reload", reload_authorized, error);
+        return bus_authorize_then(msg, userdata, PLACED_ACTION_RELOAD, reload_authorized, error);
 }
 
 static int restore_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
@@ -318,7 +308,7 @@ static int restore_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *err
 }
 
 static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return bus_authorize_then(msg, userdata, "org.placed1.restore", restore_authorized, error);
+        return bus_authorize_then(msg, userdata, PLACED_ACTION_RESTORE, restore_authorized, error);
 }
 
 /* One a(tsaudtdss(sdddd)(ss)) element; see the top of the file. */
@@ -331,7 +321,7 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
         if (cpuset_to_string(&g->cpus, &cpus) < 0 || cpuset_to_string(&g->ran_on, &ran_on) < 0)
                 return -ENOMEM;
 
-        r = sd_bus_message_open_container(reply, 'r', "tsaudtdss(sdddd)(ss)");
+        r = sd_bus_message_open_container(reply, 'r', PLACED_GROUP_FIELDS);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "ts", g->id, group_class_to_string(g->class));
         if (r >= 0)
@@ -344,12 +334,12 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
                 r = sd_bus_message_append(reply, "dtdss", g->util, g->runq_delay_us, g->wake_rate,
                                           cpus, ran_on);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "(sdddd)", trial_verdict_to_string(t.verdict),
+                r = sd_bus_message_append(reply, PLACED_TRIAL, trial_verdict_to_string(t.verdict),
                                           t.before_rate, t.after_rate, t.before_delay_us,
                                           t.after_delay_us);
         if (r >= 0)
                 r = sd_bus_message_append(
-                        reply, "(ss)", pg ? pg->rule : "",
+                        reply, PLACED_RULE, pg ? pg->rule : "",
                         rule_action_to_string(pg ? pg->rule_action : RULE_ACTION_NONE));
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -358,18 +348,17 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
 
 static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tsaudtdss(sdddd)(ss))");
+                r = sd_bus_message_open_container(reply, 'a', PLACED_GROUP);
         for (unsigned i = 0; r >= 0 && i < m->n_groups; i++)
                 r = bus_append_group(reply, m, &m->groups[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         return r;
 }
 
@@ -387,7 +376,7 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
         r = manager_explain(m, (pid_t)tid, &text);
         if (r == -ESRCH)
-                return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_TASK,
+                return sd_bus_error_setf(error, PLACED_ERROR_UNKNOWN_TASK,
                                          "placed does not track task %" PRIu32
                                          " (not in any group of the last tick).",
                                          tid);
@@ -412,14 +401,14 @@ static int bus_append_graph_tasks(sd_bus_message *reply, const Manager *m, const
 
         int r = g ? wake_graph_get_tasks(g, &ids, &n) : 0;
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uussdt)");
+                r = sd_bus_message_open_container(reply, 'a', PLACED_GRAPH_TASK);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 WakeGraphTask t;
                 if (wake_graph_get_task(g, ids[i].tid, 0, &t) <= 0)
                         continue;
-                r = sd_bus_message_append(reply, "(uussdt)", (uint32_t)t.id.tid, (uint32_t)t.tgid,
-                                          t.comm, bus_group_class(m, t.group_id), t.out_rate,
-                                          t.group_id);
+                r = sd_bus_message_append(reply, PLACED_GRAPH_TASK, (uint32_t)t.id.tid,
+                                          (uint32_t)t.tgid, t.comm, bus_group_class(m, t.group_id),
+                                          t.out_rate, t.group_id);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -433,9 +422,9 @@ static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
 
         int r = g ? wake_graph_get_edges(g, &edges, &n) : 0;
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uudb)");
+                r = sd_bus_message_open_container(reply, 'a', PLACED_GRAPH_EDGE);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(uudb)", (uint32_t)edges[i].waker,
+                r = sd_bus_message_append(reply, PLACED_GRAPH_EDGE, (uint32_t)edges[i].waker,
                                           (uint32_t)edges[i].wakee, edges[i].rate,
                                           (int)edges[i].strong);
         if (r >= 0)
@@ -446,7 +435,7 @@ static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
 static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const WakeGraph *g = manager_graph(m);
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -455,7 +444,6 @@ static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *
                 r = bus_append_graph_edges(reply, g);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         return r;
 }
 
@@ -473,16 +461,16 @@ static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
 /* One (udddua(sdt)) element of CpuStats(); see the top of the file. */
 static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const IdleCpu *ic) {
-        int r = sd_bus_message_open_container(reply, 'r', "udddua(sdt)");
+        int r = sd_bus_message_open_container(reply, 'r', PLACED_CPU_FIELDS);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "udddu", (uint32_t)st->cpu, st->busy_frac,
                                           st->wakeups_per_sec, st->deepest_idle_share,
                                           (uint32_t)st->n_states);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sdt)");
+                r = sd_bus_message_open_container(reply, 'a', PLACED_IDLE_STATE);
         for (unsigned s = 0; r >= 0 && ic && s < st->n_states && s < ic->n_states; s++)
-                r = sd_bus_message_append(reply, "(sdt)", ic->states[s].name, st->state_frac[s],
-                                          ic->states[s].exit_latency_us);
+                r = sd_bus_message_append(reply, PLACED_IDLE_STATE, ic->states[s].name,
+                                          st->state_frac[s], ic->states[s].exit_latency_us);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
@@ -493,13 +481,13 @@ static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const I
 static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const IdleSampler *s = NULL;
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         unsigned n = 0;
         const IdleCpuStats *stats = manager_cpu_stats(m, &s, &n);
 
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(udddua(sdt))");
+                r = sd_bus_message_open_container(reply, 'a', PLACED_CPU);
         for (unsigned i = 0; r >= 0 && i < n; i++) {
                 /* Stats are indexed by CPU; no sampler: no cpuidle states. */
                 const IdleCpu *ic = s ? idle_sampler_cpu(s, i) : NULL;
@@ -510,7 +498,6 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         return r;
 }
 
@@ -532,7 +519,7 @@ static int hold_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error
                 return r;
 
         if (bus_count_holds(m, sender) >= BUS_HOLDS_PER_CLIENT)
-                return sd_bus_error_setf(error, BUS_ERROR_TOO_MANY_HOLDS,
+                return sd_bus_error_setf(error, PLACED_ERROR_TOO_MANY_HOLDS,
                                          "This client holds %d profile holds already; release "
                                          "one first.",
                                          BUS_HOLDS_PER_CLIENT);
@@ -540,7 +527,7 @@ static int hold_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error
         if (r == -ENOENT)
                 return bus_error_unknown_profile(m, profile, error);
         if (r == -E2BIG)
-                return sd_bus_error_setf(error, BUS_ERROR_TOO_MANY_HOLDS,
+                return sd_bus_error_setf(error, PLACED_ERROR_TOO_MANY_HOLDS,
                                          "Too many profile holds (%u); release one first.",
                                          m->n_holds);
         if (r < 0)
@@ -557,7 +544,7 @@ static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error
         if (strlen(reason) > BUS_REASON_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The reason is longer than %d bytes.", BUS_REASON_MAX);
-        return bus_authorize_then(msg, userdata, "org.placed1.hold-profile",
+        return bus_authorize_then(msg, userdata, PLACED_ACTION_HOLD_PROFILE,
                                   hold_profile_authorized, error);
 }
 
@@ -573,7 +560,7 @@ static int release_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_er
         const char *owner = bus_sender_is_root(msg) > 0 ? NULL : sd_bus_message_get_sender(msg);
         r = manager_release_profile(m, cookie, owner);
         if (r == 0)
-                return sd_bus_error_setf(error, BUS_ERROR_UNKNOWN_HOLD,
+                return sd_bus_error_setf(error, PLACED_ERROR_UNKNOWN_HOLD,
                                          "No profile hold %" PRIu32 "%s.", cookie,
                                          owner ? " of this client" : "");
         if (r < 0)
@@ -587,7 +574,7 @@ static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_er
         int r = sd_bus_message_read(msg, "u", &cookie);
         if (r < 0)
                 return r;
-        return bus_authorize_then(msg, userdata, "org.placed1.hold-profile",
+        return bus_authorize_then(msg, userdata, PLACED_ACTION_HOLD_PROFILE,
                                   release_profile_authorized, error);
 }
 
@@ -634,10 +621,10 @@ static int property_get_holds(sd_bus *bus, const char *path, const char *interfa
                               const char *property, sd_bus_message *reply, void *userdata,
                               sd_bus_error *error) {
         Manager *m = userdata;
-        int r = sd_bus_message_open_container(reply, 'a', "(uss)");
+        int r = sd_bus_message_open_container(reply, 'a', PLACED_HOLD);
         for (unsigned i = 0; r >= 0 && i < m->n_holds; i++)
-                r = sd_bus_message_append(reply, "(uss)", m->holds[i].cookie, m->holds[i].profile,
-                                          m->holds[i].reason);
+                r = sd_bus_message_append(reply, PLACED_HOLD, m->holds[i].cookie,
+                                          m->holds[i].profile, m->holds[i].reason);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
@@ -693,7 +680,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, EMITS),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("WakeSource", "s", property_get_wake_source, 0, EMITS),
-        SD_BUS_PROPERTY("Holds", "a(uss)", property_get_holds, 0, EMITS),
+        SD_BUS_PROPERTY("Holds", PLACED_SIG_HOLDS, property_get_holds, 0, EMITS),
         SD_BUS_PROPERTY("Groups", "u", property_get_groups, 0, EMITS),
         SD_BUS_PROPERTY("PlacementChanges", "t", NULL, offsetof(Manager, n_placement_changes),
                         EMITS),
@@ -713,17 +700,16 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Restore", "", "", method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(tsaudtdss(sdddd)(ss))",
-                                 SD_BUS_PARAM(groups), method_list_groups,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , PLACED_SIG_LIST_GROUPS, SD_BUS_PARAM(groups),
+                                 method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(tid), "s", SD_BUS_PARAM(explanation),
                                  method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("WakeGraph", "", , "a(uussdt)a(uudb)",
+        SD_BUS_METHOD_WITH_NAMES("WakeGraph", "", , PLACED_SIG_WAKE_GRAPH,
                                  SD_BUS_PARAM(tasks) SD_BUS_PARAM(edges), method_wake_graph,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Snapshot", "", , "s", SD_BUS_PARAM(snapshot), method_snapshot,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("CpuStats", "", , "a(udddua(sdt))", SD_BUS_PARAM(cpus),
+        SD_BUS_METHOD_WITH_NAMES("CpuStats", "", , PLACED_SIG_CPU_STATS, SD_BUS_PARAM(cpus),
                                  method_cpu_stats, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("HoldProfile", "ss", SD_BUS_PARAM(profile) SD_BUS_PARAM(reason),
                                  "u", SD_BUS_PARAM(cookie), method_hold_profile,
@@ -731,7 +717,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES("ReleaseProfile", "u", SD_BUS_PARAM(cookie), "", ,
                                  method_release_profile, SD_BUS_VTABLE_UNPRIVILEGED),
 
-        SD_BUS_SIGNAL_WITH_NAMES("PlacementChanged", "tu",
+        SD_BUS_SIGNAL_WITH_NAMES("PlacementChanged", PLACED_SIG_PLACEMENT_CHANGED,
                                  SD_BUS_PARAM(placement_changes) SD_BUS_PARAM(groups), 0),
         SD_BUS_VTABLE_END,
 };
@@ -793,43 +779,26 @@ static void bus_on_reconnect_timer(void *userdata) {
 
 /* Connects as spec says. Return: 0 with *ret (NULL: no system bus, carry on), or negative errno. */
 static int bus_connect(Manager *m, const char *spec, sd_bus **ret) {
+        bool named = strcmp(spec, "system") == 0 || strcmp(spec, "session") == 0;
         sd_bus *bus = NULL;
-        int r;
 
-        if (strcmp(spec, "system") == 0) {
-                r = sd_bus_open_system(&bus);
-                if (r == -ENOENT || r == -ECONNREFUSED) {
-                        const char *addr = getenv("DBUS_SYSTEM_BUS_ADDRESS");
-                        log_warning("No system bus at %s; running without D-Bus (use --bus "
-                                    "session or --bus ADDRESS).",
-                                    addr ? addr : "/run/dbus/system_bus_socket");
-                        *ret = NULL;
-                        return 0;
-                }
-                if (r < 0)
-                        return log_error_errno(r, "Failed to connect to the system bus: %m");
-                m->bus_description = strdup("the system bus");
-        } else if (strcmp(spec, "session") == 0) {
-                r = sd_bus_open_user(&bus);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to connect to the session bus: %m");
-                m->bus_description = strdup("the session bus");
-        } else {
-                r = sd_bus_new(&bus);
-                if (r >= 0)
-                        r = sd_bus_set_address(bus, spec);
-                if (r >= 0)
-                        r = sd_bus_set_bus_client(bus, 1);
-                if (r >= 0)
-                        r = sd_bus_start(bus);
-                if (r < 0) {
-                        sd_bus_unref(bus);
-                        return log_error_errno(r, "Failed to connect to the bus at \"%s\": %m",
-                                               spec);
-                }
-                if (asprintf(&m->bus_description, "D-Bus at %s", spec) < 0)
-                        m->bus_description = NULL;
+        int r = placed_bus_connect(spec, &bus);
+        if ((r == -ENOENT || r == -ECONNREFUSED) && strcmp(spec, "system") == 0) {
+                const char *addr = getenv("DBUS_SYSTEM_BUS_ADDRESS");
+                log_warning("No system bus at %s; running without D-Bus (use --bus "
+                            "session or --bus ADDRESS).",
+                            addr ? addr : "/run/dbus/system_bus_socket");
+                *ret = NULL;
+                return 0;
         }
+        if (r < 0 && named)
+                return log_error_errno(r, "Failed to connect to %s: %m", placed_bus_describe(spec));
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the bus at \"%s\": %m", spec);
+        if (named)
+                m->bus_description = strdup(placed_bus_describe(spec));
+        else if (asprintf(&m->bus_description, "D-Bus at %s", spec) < 0)
+                m->bus_description = NULL;
         *ret = bus;
         return 0;
 }
@@ -922,8 +891,8 @@ void bus_emit_placement_changed(Manager *m) {
         if (!m->bus)
                 return;
         int r = sd_bus_emit_signal(m->bus, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
-                                   "PlacementChanged", "tu", m->n_placement_changes,
-                                   (uint32_t)m->n_groups);
+                                   "PlacementChanged", PLACED_SIG_PLACEMENT_CHANGED,
+                                   m->n_placement_changes, (uint32_t)m->n_groups);
         if (r >= 0)
                 bus_emit_properties_changed(m, "PlacementChanges", "Groups", NULL);
         else

@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The D-Bus object org.placed1 /org/placed1, interface org.placed1.Manager.
- * See bus.c for the API and the access rules.
+ * See bus.c for the API and the access rules; the names and signatures
+ * clients share are in lib/bus-contract.h.
  */
 #pragma once
 
+#include "bus-contract.h"
 #include "manager.h"
-
-#define PLACED_BUS_NAME      "org.placed1"
-#define PLACED_BUS_PATH      "/org/placed1"
-#define PLACED_BUS_INTERFACE "org.placed1.Manager"
 
 /*
  * bus_open() - connect as spec says ("system", "session", "none" or an

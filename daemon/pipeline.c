@@ -2,11 +2,17 @@
 /*
  * One tick of placed, readable top to bottom in pipeline_tick():
  *
- *     pipeline_sample();   wakeups since the last tick, per-task run time and
- *                          run-queue delay, per-CPU busy time and idle states
- *     pipeline_model();    decayed wake graph -> classified groups
- *     pipeline_decide();   policy_decide(): pure, from topology, groups,
- *                          loads, profile, previous plan and now
+ *     pipeline_sample();   wakeups since the last tick, per-CPU busy time and
+ *                          idle states, and each task's facts (task-facts.h),
+ *                          read once: nothing later reads a task again
+ *     pipeline_model();    decayed wake graph -> classified groups, with the
+ *                          CPUs their members' cpusets allow
+ *     pipeline_filter();   which tasks are placed's to touch: not kernel
+ *                          threads, PID 1, placed, RT/DL, ignore rules
+ *     pipeline_decide();   each group's rule decision from its members' rules
+ *                          (rules.h), then policy_decide(): pure, from
+ *                          topology, groups, rules, loads, profile, previous
+ *                          plan and now
  *     pipeline_apply();    affinity per task, slice cpusets, idle caps; every
  *                          change journaled first by its actuator; in advise
  *                          mode the actuators only report
@@ -22,7 +28,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +40,6 @@
 #include "act-slice.h"
 #include "cpustat.h"
 #include "energy.h"
-#include "exclude.h"
 #include "idle.h"
 #include "journal.h"
 #include "kernel-features.h"
@@ -43,7 +47,7 @@
 #include "policy.h"
 #include "proc-events.h"
 #include "rules.h"
-#include "task-stats.h"
+#include "task-facts.h"
 #include "wake-graph.h"
 #include "wake-source.h"
 
@@ -87,21 +91,32 @@ struct Pipeline {
 
         ProcEvents *procev; /* NULL: exits are noticed on the tick only */
         uint64_t n_adopted; /* children that inherited a mask placed set */
-        U64Map *last_cpu;   /* tid -> the CPU it was on at this tick's sample */
+
+        /* This tick's sample: the facts of each task of the wake graph. */
+        TaskFactsReader *facts_reader;
+        TaskFacts *facts;       /* owned, n_facts used of cap_facts */
+        bool *placeable;        /* owned, parallel to facts: passed this tick's filters */
+        const Rule **task_rule; /* owned, parallel to facts: the first rule it matches, or NULL */
+        size_t n_facts, cap_facts;
+        U64Map *facts_index; /* tid -> index in facts */
+        pid_t self_pid;
 };
+
+/* The cpuset hierarchy: the v1 cpuset mount, else the v2 mount; NULL without one. */
+static char *pipeline_cpuset_root(const PipelineEnv *env) {
+        char *cgroup = NULL;
+        if (act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_1, &cgroup) < 0)
+                (void)act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_2, &cgroup);
+        return cgroup;
+}
 
 static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
         bool dry = env->advise;
-        _cleanup_free_ char *cgroup = NULL;
+        _cleanup_free_ char *cgroup = pipeline_cpuset_root(env);
         int r;
-
-        /* The cpuset a task's /proc/TID/cpuset path is relative to. */
-        if (act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_1, &cgroup) < 0)
-                (void)act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_2, &cgroup);
 
         ActAffinityOptions ao = {
                 .procfs_root = env->procfs_root,
-                .cgroup_root = cgroup,
                 .online = env->topo->online,
                 .dry_run = dry,
                 .journal = env->journal,
@@ -194,11 +209,11 @@ static bool tgid_managed(const Pipeline *p, pid_t tgid) {
 static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         bool thread = ev->pid != ev->tgid;
         pid_t tgid = thread ? ev->tgid : ev->parent_tgid;
-        TaskStats ts;
+        TaskFacts ts;
         TaskId *grown;
 
         if (!p->affinity || !tgid_managed(p, tgid) ||
-            task_stats_read(p->procfs_root, ev->tgid, ev->pid, &ts) < 0)
+            task_facts_read_stat(p->procfs_root, ev->tgid, ev->pid, &ts) < 0)
                 return;
         for (unsigned i = 0; i < p->n_managed; i++) {
                 WakeGraphTask t;
@@ -225,7 +240,11 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
                 act_affinity_task_gone(p->affinity, ev->pid);
-        } else if (ev->type == PROC_EVENT_FORK)
+                if (ev->pid == ev->tgid)
+                        task_facts_reader_forget_process(p->facts_reader, ev->tgid);
+        } else if (ev->type == PROC_EVENT_EXEC)
+                task_facts_reader_forget_process(p->facts_reader, ev->tgid);
+        else if (ev->type == PROC_EVENT_FORK)
                 pipeline_adopt(p, ev);
         return 0;
 }
@@ -276,9 +295,12 @@ int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
                 return log_error_errno(ENOMEM, "Out of memory.");
         }
 
+        _cleanup_free_ char *cgroup = pipeline_cpuset_root(env);
         r = wake_graph_new(NULL, &p->graph);
         if (r >= 0)
-                r = u64map_new(&p->last_cpu);
+                r = u64map_new(&p->facts_index);
+        if (r >= 0)
+                r = task_facts_reader_new(env->procfs_root, cgroup, &p->facts_reader);
         if (r >= 0)
                 r = cpustat_new(env->procfs_root, &p->cpustat);
         if (r < 0) {
@@ -297,6 +319,7 @@ int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
         (void)energy_rapl_open(env->sysfs_root, &p->rapl);
 
         p->procfs_root = env->procfs_root;
+        p->self_pid = getpid();
         p->wake_source = "none";
         r = pipeline_open_actuators(p, env);
         if (r < 0) {
@@ -324,34 +347,69 @@ Pipeline *pipeline_free(Pipeline *p) {
         plan_free(p->plan);
         free(p->loads);
         free(p->managed);
-        free(p->rules);
         free(p->managed_tgids);
-        u64map_free(p->last_cpu);
+        u64map_free(p->facts_index);
+        task_facts_reader_free(p->facts_reader);
+        free(p->facts);
+        free(p->placeable);
+        free(p->task_rule);
+        free(p->rules);
         free(p);
         return NULL;
 }
 
+/* This tick's facts about tid, if it is the task id names; NULL otherwise. */
+static const TaskFacts *pipeline_facts(const Pipeline *p, const TaskId *id) {
+        uint32_t i;
+        if (!u64map_get(p->facts_index, (uint64_t)id->tid, &i) || i >= p->n_facts)
+                return NULL;
+        const TaskFacts *t = &p->facts[i];
+        return id->start_time == 0 || task_facts_is(t, id) ? t : NULL;
+}
+
+static int pipeline_facts_reserve(Pipeline *p, size_t n) {
+        if (n <= p->cap_facts)
+                return 0;
+        TaskFacts *grown = reallocarray(p->facts, n, sizeof(*grown));
+        if (!grown)
+                return -ENOMEM;
+        p->facts = grown;
+        bool *flags = reallocarray(p->placeable, n, sizeof(*flags));
+        if (!flags)
+                return -ENOMEM;
+        p->placeable = flags;
+        const Rule **rules = reallocarray(p->task_rule, n, sizeof(*rules));
+        if (!rules)
+                return -ENOMEM;
+        p->task_rule = rules;
+        p->cap_facts = n;
+        return 0;
+}
+
+/* Reads the facts of every task of the wake graph, once: the rest of the tick works from them. */
 static void pipeline_sample_tasks(Pipeline *p) {
         _cleanup_free_ TaskId *ids = NULL;
         size_t n = 0;
 
-        if (wake_graph_get_tasks(p->graph, &ids, &n) < 0)
+        p->n_facts = 0;
+        u64map_clear(p->facts_index);
+        if (wake_graph_get_tasks(p->graph, &ids, &n) < 0 || pipeline_facts_reserve(p, n) < 0)
                 return;
-        u64map_clear(p->last_cpu);
+        task_facts_reader_new_tick(p->facts_reader);
         for (size_t i = 0; i < n; i++) {
                 WakeGraphTask t;
-                TaskStats ts;
+                TaskFacts *f = &p->facts[p->n_facts];
                 pid_t tgid = wake_graph_get_task(p->graph, ids[i].tid, 0, &t) > 0 ? t.tgid : 0;
-                int r = task_stats_read(p->procfs_root, tgid, ids[i].tid, &ts);
+                int r = task_facts_read(p->facts_reader, tgid, ids[i].tid, f);
                 if (r < 0) {
                         /* Gone (or unreadable): forget it now rather than in ten seconds. */
                         wake_graph_task_exit(p->graph, ids[i].tid);
                         continue;
                 }
-                (void)wake_graph_task_stats(p->graph, ids[i].tid, ts.id.start_time, ts.run_ns,
-                                            ts.run_delay_ns, ts.timeslices);
-                if (ts.processor >= 0)
-                        (void)u64map_put(p->last_cpu, (uint64_t)ids[i].tid, (uint32_t)ts.processor);
+                (void)wake_graph_task_stats(p->graph, ids[i].tid, f->id.start_time, f->run_ns,
+                                            f->run_delay_ns, f->timeslices);
+                if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
+                        p->n_facts++;
         }
 }
 
@@ -401,113 +459,91 @@ static void pipeline_sample(Pipeline *p, const PipelineEnv *env, uint64_t now_ns
         pipeline_sample_cpus(p, env->topo, now_ns);
 }
 
-/* Where each group's tasks may run now, and where they ran during the tick. */
-static void pipeline_fill_group_cpus(const Pipeline *p, Group *g) {
+/*
+ * Where each group's tasks may run now and where they ran during the tick,
+ * as sampled; and the CPUs its members' cpusets allow all of them (limit),
+ * the policy's bound: the CPUs common to every member's cpuset, or where
+ * the members' cpusets share none, all of their CPUs (each member is then
+ * clamped to its own by the actuator). Unknown cpusets bound nothing.
+ */
+static void pipeline_fill_group_cpus(const Pipeline *p, const Topology *topo, Group *g,
+                                     CpuSet *limit) {
+        CpuSet common = topo->online, any;
         cpuset_zero(&g->cpus);
         cpuset_zero(&g->ran_on);
+        cpuset_zero(&any);
         for (unsigned i = 0; i < g->n_tasks; i++) {
-                uint32_t last;
-                CpuSet allowed;
-                if (u64map_get(p->last_cpu, (uint64_t)g->tasks[i].tid, &last))
-                        cpuset_set(&g->ran_on, (int)last); /* as sampled this tick */
-                if (act_affinity_get(g->tasks[i].tid, &allowed) == 0)
-                        cpuset_or(&g->cpus, &g->cpus, &allowed);
+                const TaskFacts *t = pipeline_facts(p, &g->tasks[i]);
+                if (!t)
+                        continue;
+                if (t->processor >= 0)
+                        cpuset_set(&g->ran_on, t->processor);
+                cpuset_or(&g->cpus, &g->cpus, &t->allowed);
+                if (cpuset_is_empty(&t->cpuset_cpus))
+                        continue;
+                cpuset_and(&common, &common, &t->cpuset_cpus);
+                cpuset_or(&any, &any, &t->cpuset_cpus);
         }
+        *limit = !cpuset_is_empty(&common) ? common : any;
+        if (cpuset_is_empty(limit))
+                *limit = topo->online;
 }
 
-static int pipeline_model(Pipeline *p, uint64_t now_ns, Group **ret, unsigned *ret_n) {
+static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Group **ret,
+                          CpuSet **ret_limits, unsigned *ret_n) {
         Group *groups = NULL;
         unsigned n = 0;
         int r = wake_graph_update(p->graph, now_ns, &groups, &n);
         if (r < 0)
                 return r;
+        CpuSet *limits = calloc(n + 1, sizeof(*limits));
+        if (!limits) {
+                group_array_free(groups, n);
+                return -ENOMEM;
+        }
         for (unsigned i = 0; i < n; i++)
-                pipeline_fill_group_cpus(p, &groups[i]);
+                pipeline_fill_group_cpus(p, topo, &groups[i], &limits[i]);
         *ret = groups;
+        *ret_limits = limits;
         *ret_n = n;
         return 0;
 }
 
 /*
- * The facts rules match a task by (comm, executable, cgroup, unit), read
- * here in one place from the wake graph and procfs, only those some rule
- * looks at. bufs holds the strings; s points into it.
- */
-typedef struct SubjectBufs {
-        char comm[32], exe[4096], cgroup[1024], unit[256];
-} SubjectBufs;
-
-static int pipeline_rule_subject(const Pipeline *p, const PipelineEnv *env, pid_t tid,
-                                 unsigned needs, SubjectBufs *b, RuleSubject *s) {
-        WakeGraphTask t;
-        char path[PATH_MAX];
-
-        *s = (RuleSubject){ 0 };
-        if (wake_graph_get_task(p->graph, tid, 0, &t) <= 0)
-                return -ESRCH;
-        snprintf(b->comm, sizeof(b->comm), "%s", t.comm);
-        s->comm = b->comm;
-        if (needs & RULE_NEEDS_EXE) {
-                snprintf(path, sizeof(path), "%s/%d/exe", env->procfs_root, (int)t.tgid);
-                ssize_t n = readlink(path, b->exe, sizeof(b->exe) - 1);
-                if (n > 0) {
-                        b->exe[n] = '\0';
-                        s->exe = b->exe;
-                }
-        }
-        if ((needs & RULE_NEEDS_CGROUP) &&
-            exclude_read_cgroup(env->procfs_root, tid, b->cgroup, sizeof(b->cgroup)) >= 0) {
-                s->cgroup = b->cgroup;
-                if (rule_unit_from_cgroup(b->cgroup, b->unit, sizeof(b->unit)) >= 0)
-                        s->unit = b->unit;
-        }
-        return 0;
-}
-
-/*
- * Each group's rule decision: every member's first matching rule, the
- * strongest of them for the group, pack-with linked to the partner's group.
- * A member whose facts cannot be read (it exited) matches nothing.
- * Return: the array (parallel to groups; NULL without rules) or NULL on ENOMEM.
+ * Each group's rule decision: of the rules its members matched in the
+ * filter, the strongest, and pack-with linked to the partner's group.
+ * Return: the array (parallel to groups), or NULL without rules or memory.
  */
 static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env,
                                        const Group *groups, unsigned n) {
         const RuleSet *set = &env->config->rules;
         if (set->n_rules == 0 || n == 0)
                 return NULL;
-        unsigned needs = rules_needs(set);
         GroupRule *v = calloc(n, sizeof(*v));
-        uint64_t *ids = calloc(n, sizeof(*ids));
-        SubjectBufs *b = malloc(sizeof(*b));
-        if (!v || !ids || !b) {
-                free(ids);
-                free(b);
+        _cleanup_free_ uint64_t *ids = calloc(n, sizeof(*ids));
+        if (!v || !ids)
                 return mfree(v);
-        }
         for (unsigned i = 0; i < n; i++) {
                 const Rule **matched = calloc(MAX(groups[i].n_tasks, 1u), sizeof(*matched));
                 if (!matched)
                         continue;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
-                        RuleSubject s;
-                        if (pipeline_rule_subject(p, env, groups[i].tasks[k].tid, needs, b, &s) >=
-                            0)
-                                matched[k] = rules_match(set, &s);
+                        const TaskFacts *t = pipeline_facts(p, &groups[i].tasks[k]);
+                        matched[k] = t ? p->task_rule[t - p->facts] : NULL;
                 }
                 rules_group_decide(set, matched, groups[i].n_tasks, &v[i]);
                 ids[i] = groups[i].id;
                 free(matched);
         }
         rules_link_partners(ids, v, n);
-        free(ids);
-        free(b);
         return v;
 }
 
-static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups, unsigned n,
-                           uint64_t now_ns, Plan **ret) {
+static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups,
+                           const CpuSet *limits, unsigned n, uint64_t now_ns, Plan **ret) {
         /* A new profile decides everything afresh: no dwell carried over. */
         const Plan *prev = strcmp(p->plan_profile, env->profile->name) == 0 ? p->plan : NULL;
+        /* What latency-critical groups are decided with. */
         Profile latency;
         const Profile *lp = config_find_profile(env->config, "latency-first");
         if (!lp && profile_defaults("latency-first", &latency) >= 0)
@@ -520,6 +556,7 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
                 .topo = env->topo,
                 .groups = groups,
                 .n_groups = n,
+                .group_limits = limits,
                 .loads = p->loads,
                 .n_loads = env->topo->n_cpus,
                 .profile = env->profile,
@@ -530,6 +567,53 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
                 .latency_profile = lp,
         };
         return policy_decide(&in, ret);
+}
+
+/* What rules match a task by, from its facts ("" = unknown). */
+static void pipeline_rule_subject(const TaskFacts *t, RuleSubject *ret) {
+        *ret = (RuleSubject){
+                .comm = t->comm,
+                .exe = t->exe[0] ? t->exe : NULL,
+                .cgroup = t->cgroup[0] ? t->cgroup : NULL,
+                .unit = t->unit[0] ? t->unit : NULL,
+        };
+}
+
+/*
+ * The filters between the model and the decision: which sampled tasks are
+ * placed's to touch this tick. Not: kernel threads, PID 1, placed itself,
+ * RT/DL tasks, and what an ignore rule matches ([exclude] entries are such
+ * rules). Each task's first matching rule is kept for its group's decision.
+ * (Affinities narrowed or changed by someone else are told by the affinity
+ * actuator, from its journal.)
+ */
+static void pipeline_filter(Pipeline *p, const PipelineEnv *env) {
+        const RuleSet *set = &env->config->rules;
+        for (size_t i = 0; i < p->n_facts; i++) {
+                const TaskFacts *t = &p->facts[i];
+                TaskOwner owner = task_facts_owner(t, p->self_pid);
+                RuleSubject s;
+                pipeline_rule_subject(t, &s);
+                p->task_rule[i] = owner == TASK_OWNER_PLACED ? rules_match(set, &s) : NULL;
+                p->placeable[i] =
+                        owner == TASK_OWNER_PLACED &&
+                        !(p->task_rule[i] && p->task_rule[i]->action == RULE_ACTION_IGNORE);
+        }
+}
+
+/* This tick's facts about the task id names if it passed the filters, else NULL. */
+static const TaskFacts *pipeline_placeable(const Pipeline *p, const TaskId *id) {
+        const TaskFacts *t = pipeline_facts(p, id);
+        if (!t)
+                return NULL; /* unknown now: leave it alone */
+        if (!p->placeable[t - p->facts]) {
+                TaskOwner owner = task_facts_owner(t, p->self_pid);
+                log_debug("Task %d left alone: %s.", (int)id->tid,
+                          owner == TASK_OWNER_PLACED ? "ignored by a rule"
+                                                     : task_owner_to_string(owner));
+                return NULL;
+        }
+        return t;
 }
 
 static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
@@ -544,10 +628,13 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
                                  const PlanGroup *pg, TaskId *managed, unsigned *n_managed) {
         for (unsigned i = 0; i < g->n_tasks; i++) {
                 const TaskId *id = &g->tasks[i];
+                const TaskFacts *t = pipeline_placeable(p, id);
                 AffinityResult res;
                 CpuSet applied;
 
-                int r = act_affinity_apply(p->affinity, id, &pg->cpus, &res, &applied);
+                if (!t)
+                        continue;
+                int r = act_affinity_apply(p->affinity, t, &pg->cpus, &res, &applied);
                 if (r < 0) {
                         /* A journal that cannot be written was reported once already. */
                         if (!act_affinity_error_is_transient(r) &&
@@ -708,6 +795,7 @@ static void pipeline_result(Pipeline *p, const PipelineEnv *env, Group *groups, 
 
 int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResult *ret) {
         Group *groups = NULL;
+        _cleanup_free_ CpuSet *limits = NULL;
         unsigned n = 0;
         Plan *plan = NULL;
         int r;
@@ -722,10 +810,11 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResu
         }
 
         pipeline_sample(p, env, now_ns);
-        r = pipeline_model(p, now_ns, &groups, &n);
+        r = pipeline_model(p, env->topo, now_ns, &groups, &limits, &n);
         if (r < 0)
                 return log_warning_errno(r, "Updating the wake graph failed: %m");
-        r = pipeline_decide(p, env, groups, n, now_ns, &plan);
+        pipeline_filter(p, env);
+        r = pipeline_decide(p, env, groups, limits, n, now_ns, &plan);
         if (r < 0) {
                 group_array_free(groups, n);
                 return log_warning_errno(r, "Placement decision failed: %m");

@@ -20,91 +20,21 @@
 
 #include "macro.h"
 
-#define PF_KTHREAD_FLAG 0x00200000U
-#ifndef SCHED_DEADLINE
-#define SCHED_DEADLINE 6
-#endif
-
 struct ActAffinity {
         ActAffinityOptions opts;
         char *procfs_root;
-        char *cgroup_root;
         /* Tasks whose mask someone changed after placed set it: theirs for
          * good, until they exit (act_affinity_task_gone()). */
         TaskId *let_go;
         unsigned n_let_go, cap_let_go;
 };
 
-static int read_text(const char *path, char **ret) {
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? -ESRCH : negative_errno();
-        char *buf = NULL;
-        size_t n = 0;
-        ssize_t len = getdelim(&buf, &n, '\0', f);
-        int r = len < 0 ? (ferror(f) ? -EIO : 0) : 0;
-        fclose(f);
-        if (r < 0 || len < 0) {
-                free(buf);
-                return r < 0 ? r : -EINVAL;
-        }
-        *ret = buf;
-        return 0;
-}
-
-static int parse_stat(char *text, AffinityTask *t) {
-        char *p = strrchr(text, ')'); /* comm may hold spaces and parens */
-        if (!p)
-                return -EINVAL;
-        /* tok[i] is field i + 3: state, ppid, ..., flags (9), starttime (22), policy (41). */
-        char *tok[39], *save = NULL;
-        unsigned n = 0;
-        for (char *s = strtok_r(p + 1, " \n", &save); s && n < ELEMENTSOF(tok);
-             s = strtok_r(NULL, " \n", &save))
-                tok[n++] = s;
-        if (n < ELEMENTSOF(tok))
-                return -EINVAL;
-        t->ppid = (pid_t)strtol(tok[4 - 3], NULL, 10);
-        t->flags = (unsigned)strtoul(tok[9 - 3], NULL, 10);
-        t->start_time = strtoull(tok[22 - 3], NULL, 10);
-        t->policy = (unsigned)strtoul(tok[41 - 3], NULL, 10);
-        return 0;
-}
-
-int act_affinity_read_task(const char *procfs_root, pid_t tid, AffinityTask *ret) {
-        if (tid <= 0 || !ret)
-                return -EINVAL;
-        _cleanup_free_ char *path = NULL, *stat = NULL, *status = NULL;
-        AffinityTask t = { .tid = tid };
-
-        if (asprintf(&path, "%s/%d/stat", procfs_root, (int)tid) < 0)
-                return -ENOMEM;
-        int r = read_text(path, &stat);
+/* Reads tid's identity from stat and checks it is still the task id names. */
+static int read_task_checked(const char *procfs_root, const TaskId *id, TaskFacts *ret) {
+        int r = task_facts_read_stat(procfs_root, 0, id->tid, ret);
         if (r < 0)
                 return r;
-        r = parse_stat(stat, &t);
-        if (r < 0)
-                return r;
-
-        free(path);
-        if (asprintf(&path, "%s/%d/status", procfs_root, (int)tid) < 0)
-                return -ENOMEM;
-        r = read_text(path, &status);
-        if (r < 0)
-                return r;
-        const char *tg = strstr(status, "\nTgid:");
-        if (!tg || sscanf(tg + 6, "%d", &t.tgid) != 1)
-                return -EINVAL;
-        *ret = t;
-        return 0;
-}
-
-/* Reads tid's facts and checks it is still the task id names. */
-static int read_task_checked(const char *procfs_root, const TaskId *id, AffinityTask *ret) {
-        int r = act_affinity_read_task(procfs_root, id->tid, ret);
-        if (r < 0)
-                return r;
-        return ret->start_time == id->start_time ? 0 : -ESRCH;
+        return task_facts_is(ret, id) ? 0 : -ESRCH;
 }
 
 int act_affinity_get(pid_t tid, CpuSet *ret) {
@@ -163,13 +93,11 @@ int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret) {
                 return -ENOMEM;
         a->opts = *opts;
         a->procfs_root = strdup(opts->procfs_root ? opts->procfs_root : "/proc");
-        a->cgroup_root = opts->cgroup_root ? strdup(opts->cgroup_root) : NULL;
-        if (!a->procfs_root || (opts->cgroup_root && !a->cgroup_root)) {
+        if (!a->procfs_root) {
                 act_affinity_free(a);
                 return -ENOMEM;
         }
         a->opts.procfs_root = a->procfs_root;
-        a->opts.cgroup_root = a->cgroup_root;
         if (a->opts.self_pid <= 0)
                 a->opts.self_pid = getpid();
         *ret = a;
@@ -180,7 +108,6 @@ ActAffinity *act_affinity_free(ActAffinity *a) {
         if (!a)
                 return NULL;
         free(a->procfs_root);
-        free(a->cgroup_root);
         free(a->let_go);
         free(a);
         return NULL;
@@ -220,38 +147,21 @@ unsigned act_affinity_n_let_go(const ActAffinity *a) {
 }
 
 /* The CPUs the task's cpuset allows, within the online set. */
-static void task_cpuset(const ActAffinity *a, pid_t tid, CpuSet *ret) {
+static void task_cpuset(const ActAffinity *a, const TaskFacts *t, CpuSet *ret) {
         *ret = a->opts.online;
-        if (!a->cgroup_root)
-                return;
-        _cleanup_free_ char *path = NULL, *cg = NULL, *file = NULL;
-        if (asprintf(&path, "%s/%d/cpuset", a->procfs_root, (int)tid) < 0 ||
-            read_text(path, &cg) < 0)
-                return;
-        cg[strcspn(cg, "\n")] = '\0';
-        CpuSet eff;
-        const char *names[] = { "cpuset.cpus.effective", "cpuset.effective_cpus" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                free(file);
-                if (asprintf(&file, "%s%s/%s", a->cgroup_root, cg, names[i]) < 0)
-                        return;
-                if (cpuset_read_file(file, &eff) == 0 && !cpuset_is_empty(&eff)) {
-                        cpuset_and(ret, &a->opts.online, &eff);
-                        return;
-                }
-        }
+        if (!cpuset_is_empty(&t->cpuset_cpus))
+                cpuset_and(ret, &a->opts.online, &t->cpuset_cpus);
 }
 
-static AffinityResult check_owner(const ActAffinity *a, const AffinityTask *t) {
-        if (t->flags & PF_KTHREAD_FLAG || t->tid == 2 || t->ppid == 2)
-                return AFFINITY_REFUSED_KTHREAD;
-        if (t->tgid == 1)
-                return AFFINITY_REFUSED_INIT;
-        if (t->tgid == a->opts.self_pid)
-                return AFFINITY_REFUSED_SELF;
-        if (t->policy == SCHED_FIFO || t->policy == SCHED_RR || t->policy == SCHED_DEADLINE)
-                return AFFINITY_REFUSED_RT;
-        return AFFINITY_SET;
+static AffinityResult check_owner(const ActAffinity *a, const TaskFacts *t) {
+        static const AffinityResult results[] = {
+                [TASK_OWNER_PLACED] = AFFINITY_SET,
+                [TASK_OWNER_KTHREAD] = AFFINITY_REFUSED_KTHREAD,
+                [TASK_OWNER_INIT] = AFFINITY_REFUSED_INIT,
+                [TASK_OWNER_SELF] = AFFINITY_REFUSED_SELF,
+                [TASK_OWNER_RT] = AFFINITY_REFUSED_RT,
+        };
+        return results[task_facts_owner(t, a->opts.self_pid)];
 }
 
 /* 1: placed set key's mask and it still holds; 0: placed never set it; -1: changed since. */
@@ -278,24 +188,19 @@ static int journal_and_set(ActAffinity *a, const char *key, pid_t tid, const Cpu
         return r;
 }
 
-int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
+int act_affinity_apply(ActAffinity *a, const TaskFacts *t, const CpuSet *want,
                        AffinityResult *ret_result, CpuSet *ret_applied) {
-        if (!a || !id || !want)
+        if (!a || !t || !want)
                 return -EINVAL;
-        AffinityTask t;
-        int r = read_task_checked(a->procfs_root, id, &t);
-        if (r < 0)
-                return r;
+        const TaskId *id = &t->id;
         char key[64];
+        int r;
         act_affinity_format_key(id, key, sizeof(key));
 
-        AffinityResult res = check_owner(a, &t);
-        CpuSet full, current, target;
+        AffinityResult res = check_owner(a, t);
+        CpuSet full, current = t->allowed, target;
         if (res == AFFINITY_SET) {
-                r = act_affinity_get(id->tid, &current);
-                if (r < 0)
-                        return r;
-                task_cpuset(a, id->tid, &full);
+                task_cpuset(a, t, &full);
                 int own = ownership(a, key, &current);
                 if (is_let_go(a, id))
                         res = AFFINITY_REFUSED_CHANGED;
@@ -344,7 +249,7 @@ int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creato
         if (cpuset_parse(applied, &placed_mask) < 0)
                 return -EINVAL;
 
-        AffinityTask t;
+        TaskFacts t;
         int r = read_task_checked(a->procfs_root, child, &t);
         if (r < 0)
                 return r;
@@ -377,7 +282,7 @@ int act_affinity_release(ActAffinity *a, const TaskId *id) {
                 return 0;
 
         CpuSet current, original;
-        AffinityTask t;
+        TaskFacts t;
         int r = read_task_checked(a->procfs_root, id, &t);
         if (r == 0)
                 r = act_affinity_get(id->tid, &current);
@@ -401,7 +306,7 @@ int act_affinity_release(ActAffinity *a, const TaskId *id) {
 
 static int ops_read(const char *key, char **ret, void *userdata) {
         TaskId id;
-        AffinityTask t;
+        TaskFacts t;
         CpuSet cur;
         int r = parse_key(key, &id);
         if (r < 0)
@@ -417,7 +322,7 @@ static int ops_read(const char *key, char **ret, void *userdata) {
 
 static int ops_write(const char *key, const char *value, void *userdata) {
         TaskId id;
-        AffinityTask t;
+        TaskFacts t;
         CpuSet s;
         int r = parse_key(key, &id);
         if (r < 0)

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The affinity actuator: sets one thread's allowed CPUs with
- * sched_setaffinity(), after checking that the thread is the one the model
- * means (tid + start time) and that it is placed's to touch, clamps the mask
- * to the thread's cpuset, and journals the original first.
+ * sched_setaffinity(), from the facts the tick sampled about it
+ * (task-facts.h: its identity, owner, affinity and cpuset); it reads nothing
+ * itself. It refuses what is not placed's to touch, clamps the mask to the
+ * thread's cpuset, and journals the original first.
  *
  * Per tick, for every task of a group the plan manages:
  *
  *     AffinityResult res;
- *     int r = act_affinity_apply(a, &task_id, &plan_group->cpus, &res, NULL);
+ *     int r = act_affinity_apply(a, &facts, &plan_group->cpus, &res, NULL);
  *     if (r < 0 && !act_affinity_error_is_transient(r)) -> stop managing the task
  *     if (res >= AFFINITY_REFUSED_KTHREAD) -> never touch it again (log once)
  *
@@ -23,17 +24,14 @@
 #include "cpuset.h"
 #include "group.h"
 #include "journal.h"
+#include "task-facts.h"
 
 #define ACT_AFFINITY_KIND "affinity"
 
 typedef struct ActAffinity ActAffinity;
 
 typedef struct ActAffinityOptions {
-        const char *procfs_root; /* "/proc" */
-        /* Where the path in /proc/TID/cpuset resolves: the v1 cpuset mount
-         * ("/sys/fs/cgroup/cpuset") or the v2 root ("/sys/fs/cgroup"). NULL:
-         * the task's cpuset is taken to be the online set. */
-        const char *cgroup_root;
+        const char *procfs_root; /* "/proc": identity checks outside a tick (release, adopt) */
         CpuSet online;
         pid_t self_pid;   /* placed's own process; 0 = getpid() */
         bool dry_run;     /* compute and report, change nothing */
@@ -55,16 +53,6 @@ typedef enum AffinityResult {
         AFFINITY_REFUSED_CHANGED,  /* someone changed the mask placed set */
 } AffinityResult;
 
-/* What /proc/TID/stat and status say about a thread. */
-typedef struct AffinityTask {
-        pid_t tid;
-        pid_t tgid;
-        pid_t ppid;
-        uint64_t start_time; /* field 22 */
-        unsigned flags;      /* field 9 (PF_*) */
-        unsigned policy;     /* field 41 (SCHED_*) */
-} AffinityTask;
-
 int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret);
 ActAffinity *act_affinity_free(ActAffinity *a);
 
@@ -76,17 +64,10 @@ ActAffinity *act_affinity_free(ActAffinity *a);
 int act_affinity_get(pid_t tid, CpuSet *ret);
 
 /*
- * act_affinity_read_task() - read tid's identity and scheduling facts from
- * procfs_root/TID/stat and status.
- *
- * Return: 0; -ESRCH when the thread does not exist; -EINVAL on unparsable
- * files; other negative errno.
- */
-int act_affinity_read_task(const char *procfs_root, pid_t tid, AffinityTask *ret);
-
-/*
- * act_affinity_apply() - give the thread id the CPUs want, clamped to its
- * cpuset and the online set, unless it is never to be touched.
+ * act_affinity_apply() - give the thread t (facts sampled this tick) the
+ * CPUs want, clamped to its cpuset and the online set, unless it is never
+ * to be touched (task_facts_owner()). The caller checked t is the task it
+ * means (task_facts_is()).
  *
  * The original affinity is journaled (kind "affinity", key "TID:STARTTIME",
  * value a cpulist) before the first change. A thread narrowed by someone
@@ -97,13 +78,14 @@ int act_affinity_read_task(const char *procfs_root, pid_t tid, AffinityTask *ret
  * on, until it exits.
  *
  * Return: 1 when the mask was written; 0 when nothing was done (see
- * *ret_result); negative errno on failure: -ESRCH (thread gone or its tid
- * reused) and -EAGAIN are transient, -EPERM and -EINVAL permanent (see
+ * *ret_result); negative errno on failure: -ESRCH (thread gone: the
+ * write failed and its journal record was dropped) and -EAGAIN are transient,
+ * -EPERM and -EINVAL permanent (see
  * act_affinity_error_is_transient()). ret_result (may be NULL) is set
  * whenever the return is >= 0; ret_applied (may be NULL) receives the
  * clamped mask for AFFINITY_SET, _WOULD_SET and _UNCHANGED.
  */
-int act_affinity_apply(ActAffinity *a, const TaskId *id, const CpuSet *want,
+int act_affinity_apply(ActAffinity *a, const TaskFacts *t, const CpuSet *want,
                        AffinityResult *ret_result, CpuSet *ret_applied);
 
 /*

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "idle.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define VALUE_MAX 64
@@ -103,15 +104,8 @@ static int qos_read(ActIdle *a, const char *key, char *buf, size_t size) {
         int r = qos_path(a, key, path, sizeof(path));
         if (r < 0)
                 return r;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        ssize_t n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        return 0;
+        r = read_small_file_line(path, buf, size);
+        return r < 0 ? r : 0;
 }
 
 static int qos_write(ActIdle *a, const char *key, const char *value) {

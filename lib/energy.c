@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fileio.h"
 #include "macro.h"
 
 typedef struct KnownWeight {
@@ -113,15 +114,15 @@ struct EnergyRapl {
         uint64_t last_us;
 };
 
+/* Reads a small sysfs file, trailing newline cut; cut to size like the kernel's own names. */
 static int read_line(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        ssize_t n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
+        char text[256];
+        int r = read_small_file_line(path, text, sizeof(text));
+        if (r < 0)
+                return r;
+        size_t n = MIN((size_t)r, size - 1);
+        memcpy(buf, text, n);
         buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
         return 0;
 }
 

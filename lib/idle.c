@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "macro.h"
 
 #define CPU_DIR "sys/devices/system/cpu"
@@ -47,17 +48,15 @@ _printf_(4, 5) static int state_path(char *buf, size_t size, const char *root, c
         return 0;
 }
 
-/* Reads a small sysfs file, trailing newline stripped. Return: 0 or negative errno. */
+/* Reads a small sysfs file, trailing newline cut; cut to size like the kernel's own names. */
 static int read_text(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        ssize_t n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
+        char text[256];
+        int r = read_small_file_line(path, text, sizeof(text));
+        if (r < 0)
+                return r;
+        size_t n = MIN((size_t)r, size - 1);
+        memcpy(buf, text, n);
         buf[n] = '\0';
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-                buf[--n] = '\0';
         return 0;
 }
 

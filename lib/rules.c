@@ -102,38 +102,6 @@ unsigned rules_needs(const RuleSet *set) {
         return needs;
 }
 
-static bool is_unit_name(const char *s, size_t len) {
-        static const char *const suffixes[] = { ".service", ".scope",  ".socket", ".mount",
-                                                ".swap",    ".target", ".timer",  ".path" };
-        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
-                size_t n = strlen(suffixes[i]);
-                if (len > n && strncmp(s + len - n, suffixes[i], n) == 0)
-                        return true;
-        }
-        return false;
-}
-
-int rule_unit_from_cgroup(const char *cgroup, char *buf, size_t size) {
-        const char *best = NULL;
-        size_t best_len = 0;
-        for (const char *p = cgroup; p && *p;) {
-                p += strspn(p, "/");
-                size_t len = strcspn(p, "/");
-                if (len > 0 && is_unit_name(p, len)) {
-                        best = p;
-                        best_len = len;
-                }
-                p += len;
-        }
-        if (!best)
-                return -ENOENT;
-        if (best_len >= size)
-                return -ENOBUFS;
-        memcpy(buf, best, best_len);
-        buf[best_len] = '\0';
-        return 0;
-}
-
 /* ---- Groups ---- */
 
 void rules_group_decide(const RuleSet *set, const Rule *const *matched, unsigned n,

@@ -49,7 +49,7 @@ typedef struct Rule {
         char *comm;   /* fnmatch() glob */
         char *exe;    /* fnmatch() glob on the path (FNM_PATHNAME not set: '*' crosses '/') */
         char *cgroup; /* path prefix: "/a/b" covers "/a/b" and "/a/b/c", not "/a/bc" */
-        char *unit;   /* fnmatch() glob */
+        char *unit;   /* fnmatch() glob on its unit (task_facts_unit_from_cgroup()) */
         RuleAction action;
         char partner[RULE_NAME_MAX];  /* pack-with: the partner rule's name */
         char origin[RULE_ORIGIN_MAX]; /* "FILE:LINE" of its section, for messages */
@@ -100,16 +100,6 @@ const Rule *rules_match(const RuleSet *set, const RuleSubject *s);
 
 /* Return: a mask of RuleNeeds. */
 unsigned rules_needs(const RuleSet *set);
-
-/*
- * rule_unit_from_cgroup() - the systemd unit a cgroup path belongs to: its
- * innermost component that names a unit other than a slice
- * ("/system.slice/nginx.service" -> "nginx.service",
- * "/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service" ->
- * "foo.service"). Return: 0 and buf filled, -ENOENT when there is none,
- * -ENOBUFS when it does not fit.
- */
-int rule_unit_from_cgroup(const char *cgroup, char *buf, size_t size);
 
 /*
  * rules_group_decide() - a group's decision from the rule each member

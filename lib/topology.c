@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "macro.h"
 
 #define CAPACITY_DEFAULT 1024u
@@ -85,24 +86,10 @@ path_vformat(char *buf, size_t size, const char *base, const char *fmt, va_list 
 
 /* Reads a small file (an id, a type word) without the trailing newline. */
 static int read_word(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        size_t len = 0;
-        for (;;) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len == size - 1)
-                        return -EINVAL; /* longer than any word we expect */
-        }
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-                len--;
-        buf[len] = '\0';
-        return 0;
+        int r = read_small_file_line(path, buf, size);
+        if (r == -EFBIG)
+                return -EINVAL; /* longer than any word we expect */
+        return r < 0 ? r : 0;
 }
 
 _printf_(4, 5) static int read_word_at(const Loader *l, char *buf, size_t size, const char *fmt,

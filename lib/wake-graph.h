@@ -22,29 +22,8 @@
 #include <stdint.h>
 
 #include "group.h"
+#include "util.h" /* U64Map: the model's callers index their tasks with it too */
 #include "wake.h"
-
-/*
- * U64Map: open-addressing hash map from uint64_t keys to uint32_t values
- * (indices into a caller's dense array). Owns only its table. Also used by
- * wake-source.c.
- */
-typedef struct U64Map U64Map;
-
-int u64map_new(U64Map **ret);
-U64Map *u64map_free(U64Map *m);
-/* Return: 0 (inserted or replaced), -ENOMEM. */
-int u64map_put(U64Map *m, uint64_t key, uint32_t value);
-/* Return: 1 and *ret_value when found, 0 when not. */
-int u64map_get(const U64Map *m, uint64_t key, uint32_t *ret_value);
-/* Return: 1 removed, 0 not present. */
-int u64map_remove(U64Map *m, uint64_t key);
-size_t u64map_size(const U64Map *m);
-void u64map_clear(U64Map *m);
-
-static inline void u64map_freep(U64Map **m) {
-        u64map_free(*m);
-}
 
 typedef struct WakeGraphParams {
         uint64_t edge_half_life_ns; /* edge and task wake rates decay with this half-life (2 s) */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The BPF wake source (see wake-source-bpf.h): loads wake.bpf.c, maps its
+ * The BPF wake source (wake_source_bpf_ops, see wake-source-ops.h), the
+ * default one: loads wake.bpf.c (one object per source), maps its
  * wake logs and edge caches, and turns what they hold each read into a
  * WakeBatch: exact per-edge growth (EdgeSeen), task records from the task
  * iterator, skipped, lost and softirq counts. wake.bpf.c says why the maps
@@ -19,8 +20,8 @@
 #include <bpf/libbpf.h>
 
 #include "macro.h"
-#include "wake-graph.h"
-#include "wake-source-bpf.h"
+#include "util.h"
+#include "wake-source-ops.h"
 #include "wake.skel.h"
 
 /*
@@ -41,7 +42,7 @@ typedef struct EdgeSeen {
         bool in_kernel;   /* ever found in the hash or a way: may have a hash entry */
 } EdgeSeen;
 
-struct BpfWake {
+typedef struct BpfWake {
         WakeSourceOptions opts;
         struct wake_bpf *skel;
         uint64_t seen_skipped, seen_lost, seen_softirq; /* counter sums at the previous read */
@@ -62,7 +63,7 @@ struct BpfWake {
         struct wake_task_info *infos; /* owned: the task iterator's latest output */
         size_t n_infos, infos_size;   /* records; bytes allocated */
         U64Map *info_by_task;         /* task_struct address -> infos index */
-};
+} BpfWake;
 
 static uint64_t clock_tick_ns(void) {
         long hz = sysconf(_SC_CLK_TCK);
@@ -344,8 +345,8 @@ static EdgeSeen *edge_seen_get(BpfWake *s, const struct wake_edge_key *k) {
         uint64_t h;
         uint32_t i;
         if (!edge_seen_find(s, k, &h, &i)) {
-                if (wake_array_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc,
-                                    s->n_edge_seen + 1, sizeof(EdgeSeen)) < 0 ||
+                if (array_grow((void **)&s->edge_seen, &s->n_edge_seen_alloc, s->n_edge_seen + 1,
+                               sizeof(EdgeSeen)) < 0 ||
                     u64map_put(s->edge_seen_map, h, (uint32_t)s->n_edge_seen) < 0)
                         return NULL;
                 i = (uint32_t)s->n_edge_seen++;
@@ -587,7 +588,7 @@ static int bpf_take_edges(BpfWake *s, WakeBatch *b, bool prune) {
         return r;
 }
 
-int bpf_wake_read(BpfWake *s, WakeBatch *b) {
+static int bpf_wake_read(BpfWake *s, WakeBatch *b) {
         int r, partial;
 
         s->n_reads++;
@@ -609,7 +610,9 @@ int bpf_wake_read(BpfWake *s, WakeBatch *b) {
         return bpf_take_edges(s, b, !partial);
 }
 
-int bpf_wake_open(const WakeSourceOptions *opts, BpfWake **ret) {
+static BpfWake *bpf_wake_free(BpfWake *s);
+
+static int bpf_wake_open(const WakeSourceOptions *opts, BpfWake **ret) {
         BpfWake *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -623,7 +626,7 @@ int bpf_wake_open(const WakeSourceOptions *opts, BpfWake **ret) {
         return 0;
 }
 
-BpfWake *bpf_wake_free(BpfWake *s) {
+static BpfWake *bpf_wake_free(BpfWake *s) {
         if (!s)
                 return NULL;
         if (s->ctl)
@@ -642,7 +645,7 @@ BpfWake *bpf_wake_free(BpfWake *s) {
         return NULL;
 }
 
-unsigned bpf_wake_sample_every(const BpfWake *s) {
+static unsigned bpf_wake_sample_every(const BpfWake *s) {
         return 1U << s->skel->rodata->sample_shift;
 }
 
@@ -650,7 +653,7 @@ unsigned bpf_wake_sample_every(const BpfWake *s) {
  * The cost of a wakeup: the run time of every program on the hot path (the
  * wakeup's own and the softirq and IRQ markers), over the wakeups.
  */
-int bpf_wake_get_cost(const BpfWake *s, WakeSourceCost *ret) {
+static int bpf_wake_get_cost(const BpfWake *s, WakeSourceCost *ret) {
         WakeSourceCost cost = {};
         struct bpf_program *prog;
         bpf_object__for_each_program(prog, s->skel->obj) {
@@ -668,3 +671,41 @@ int bpf_wake_get_cost(const BpfWake *s, WakeSourceCost *ret) {
         *ret = cost;
         return 1;
 }
+
+/* ---- the ops table ------------------------------------------------------ */
+
+static int bpf_source_open(const WakeSourceOptions *opts, void **ret) {
+        BpfWake *w = NULL;
+        int r = bpf_wake_open(opts, &w);
+        if (r < 0)
+                return r;
+        *ret = w;
+        return 0;
+}
+
+static void bpf_source_close(void *impl) {
+        bpf_wake_free(impl);
+}
+
+static int bpf_source_read(void *impl, uint64_t now_ns, WakeBatch *b) {
+        return bpf_wake_read(impl, b);
+}
+
+static unsigned bpf_source_sample_every(const void *impl) {
+        return bpf_wake_sample_every(impl);
+}
+
+static int bpf_source_get_cost(const void *impl, WakeSourceCost *ret) {
+        return bpf_wake_get_cost(impl, ret);
+}
+
+const WakeSourceOps wake_source_bpf_ops = {
+        .name = "bpf",
+        .needs_features = KERNEL_FEATURES_BPF_SAMPLER,
+        .reads_kernel_flips = true,
+        .open = bpf_source_open,
+        .close = bpf_source_close,
+        .read = bpf_source_read,
+        .sample_every = bpf_source_sample_every,
+        .get_cost = bpf_source_get_cost,
+};

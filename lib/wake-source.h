@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Wake sources: where the wake graph's input comes from. Three kinds, one
- * interface:
+ * interface, each kind behind an ops table in its own file (bpf, perf,
+ * replay; wake-source-ops.h). Every kind is read on the tick: none has an fd
+ * for the loop to watch.
  *
  *  - "bpf": wake.bpf.c on tp_btf/sched_waking; wakeups logged per CPU, or
  *    counted per edge in the kernel when a log is full (optionally 1 in
@@ -86,9 +88,6 @@ WakeSource *wake_source_free(WakeSource *s);
 
 /* "bpf", "perf" or "replay". */
 const char *wake_source_name(const WakeSource *s);
-
-/* An fd that becomes readable when samples wait (perf), or -1: read on the tick. */
-int wake_source_fd(const WakeSource *s);
 
 /*
  * wake_source_read() - everything seen since the previous read (replay: up to

@@ -150,7 +150,7 @@ struct wake_cpu_ctl {
 
 /* One task seen by the source during a batch (as waker or wakee). */
 typedef struct WakeTaskRecord {
-        TaskId id; /* start_time 0 = unknown (perf/replay: fill from task-stats) */
+        TaskId id; /* start_time 0 = unknown (perf/replay: filled from the task's facts) */
         pid_t tgid;
         char comm[WAKE_COMM_LEN];
         uint64_t wakeups;        /* wakeups it caused in this batch (scaled when sampled) */

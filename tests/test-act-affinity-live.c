@@ -25,6 +25,7 @@
 #include "cpuset.h"
 #include "journal.h"
 #include "macro.h"
+#include "task-facts.h"
 
 typedef struct Fixture {
         char dir[64];
@@ -33,6 +34,7 @@ typedef struct Fixture {
         CpuSet online;
         Journal *journal;
         ActAffinity *act;
+        TaskFactsReader *reader;
         JournalKindOps ops;
 } Fixture;
 
@@ -80,12 +82,22 @@ static CpuSet one_cpu(int cpu) {
         return s;
 }
 
+/* As a tick does: sample the task's facts, check it is the task meant, apply. */
+static int apply(Fixture *f, const TaskId *id, const CpuSet *want, AffinityResult *ret_result,
+                 CpuSet *ret_applied) {
+        TaskFacts t;
+        task_facts_reader_new_tick(f->reader);
+        int r = task_facts_read(f->reader, 0, id->tid, &t);
+        if (r < 0)
+                return r;
+        if (!task_facts_is(&t, id))
+                return -ESRCH;
+        return act_affinity_apply(f->act, &t, want, ret_result, ret_applied);
+}
+
 static int make_act(Fixture *f, bool dry_run) {
         ActAffinityOptions o = {
                 .procfs_root = "/proc",
-                .cgroup_root = access("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", F_OK) == 0
-                                       ? "/sys/fs/cgroup/cpuset"
-                                       : NULL,
                 .online = f->online,
                 .dry_run = dry_run,
                 .journal = f->journal,
@@ -103,6 +115,10 @@ static int setup(void **state) {
         assert_int_equal(journal_open(f->dir, &f->journal), 0);
         assert_int_equal(make_act(f, false), 0);
         act_affinity_kind_ops("/proc", &f->ops);
+        const char *cpuset_root = access("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", F_OK) == 0
+                                          ? "/sys/fs/cgroup/cpuset"
+                                          : NULL;
+        assert_int_equal(task_facts_reader_new("/proc", cpuset_root, &f->reader), 0);
 
         f->child = fork();
         assert_true(f->child >= 0);
@@ -110,11 +126,11 @@ static int setup(void **state) {
                 for (;;)
                         pause();
         }
-        AffinityTask t;
-        assert_int_equal(act_affinity_read_task("/proc", f->child, &t), 0);
+        TaskFacts t;
+        assert_int_equal(task_facts_read(f->reader, 0, f->child, &t), 0);
         assert_int_equal(t.tgid, f->child);
         assert_int_equal(t.ppid, getpid());
-        f->id = (TaskId){ .tid = f->child, .start_time = t.start_time };
+        f->id = t.id;
         *state = f;
         return 0;
 }
@@ -124,6 +140,7 @@ static int teardown(void **state) {
         kill(f->child, SIGKILL);
         waitpid(f->child, NULL, 0);
         act_affinity_free(f->act);
+        task_facts_reader_free(f->reader);
         journal_free(f->journal);
         char cmd[128];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
@@ -139,7 +156,7 @@ static void test_apply_and_restore(void **state) {
         CpuSet want = one_cpu(last), applied;
         AffinityResult res;
 
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, &applied), 1);
+        assert_int_equal(apply(f, &f->id, &want, &res, &applied), 1);
         assert_int_equal(res, AFFINITY_SET);
         assert_true(cpuset_equal(&applied, &want));
         CpuSet now = affinity_of(f->child);
@@ -147,7 +164,7 @@ static void test_apply_and_restore(void **state) {
         assert_int_equal(journal_size(f->journal), 1);
 
         /* Unchanged: nothing written. */
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(apply(f, &f->id, &want, &res, NULL), 0);
         assert_int_equal(res, AFFINITY_UNCHANGED);
 
         JournalRestoreStats st;
@@ -161,7 +178,7 @@ static void test_crash_then_restore(void **state) {
         Fixture *f = *state;
         CpuSet before = affinity_of(f->child);
         CpuSet want = one_cpu(cpuset_first(&f->online));
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &f->id, &want, NULL, NULL), 1);
         f->act = act_affinity_free(f->act);
         f->journal = journal_free(f->journal); /* "crash" */
 
@@ -177,7 +194,7 @@ static void test_narrowed_after_us_left_alone(void **state) {
         Fixture *f = *state;
         int first = cpuset_first(&f->online), last = cpuset_last(&f->online);
         CpuSet want = one_cpu(last);
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &f->id, &want, NULL, NULL), 1);
         set_affinity_of(f->child, first); /* the owner steps in */
 
         JournalRestoreStats st;
@@ -193,14 +210,14 @@ static void test_narrowed_is_let_go(void **state) {
         int first = cpuset_first(&f->online), last = cpuset_last(&f->online);
         CpuSet want = one_cpu(last);
         AffinityResult res;
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &f->id, &want, NULL, NULL), 1);
         char k[64];
         act_affinity_format_key(&f->id, k, sizeof(k));
         assert_true(journal_has(f->journal, ACT_AFFINITY_KIND, k));
         set_affinity_of(f->child, first);
 
         /* Next tick: placed sees the change, lets the task go. */
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(apply(f, &f->id, &want, &res, NULL), 0);
         assert_int_equal(res, AFFINITY_REFUSED_CHANGED);
         char key[64];
         act_affinity_format_key(&f->id, key, sizeof(key));
@@ -216,11 +233,11 @@ static void test_widened_is_let_go(void **state) {
         AffinityResult res;
         if (cpuset_count(&f->online) < 2)
                 skip();
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &f->id, &want, NULL, NULL), 1);
         /* The owner widens it back to every CPU: placed must not re-pin it. */
         assert_int_equal(sched_setaffinity_set(f->child, &before), 0);
         for (int tick = 0; tick < 3; tick++) {
-                assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+                assert_int_equal(apply(f, &f->id, &want, &res, NULL), 0);
                 assert_int_equal(res, AFFINITY_REFUSED_CHANGED);
                 CpuSet now = affinity_of(f->child);
                 assert_true(cpuset_equal(&now, &before));
@@ -239,7 +256,7 @@ static void test_narrowed_before_us(void **state) {
         set_affinity_of(f->child, first);
         CpuSet want = one_cpu(last);
         AffinityResult res;
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(apply(f, &f->id, &want, &res, NULL), 0);
         assert_int_equal(res, AFFINITY_REFUSED_NARROWED);
         assert_int_equal(journal_size(f->journal), 0);
 }
@@ -249,7 +266,7 @@ static void test_release(void **state) {
         CpuSet before = affinity_of(f->child);
         CpuSet want = one_cpu(cpuset_last(&f->online));
         assert_int_equal(act_affinity_release(f->act, &f->id), 0); /* never placed */
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &f->id, &want, NULL, NULL), 1);
         assert_int_equal(act_affinity_release(f->act, &f->id), 1);
         CpuSet now = affinity_of(f->child);
         assert_true(cpuset_equal(&now, &before));
@@ -263,7 +280,7 @@ static void test_rt_refused(void **state) {
         CpuSet before = affinity_of(f->child);
         CpuSet want = one_cpu(cpuset_last(&f->online));
         AffinityResult res;
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, NULL), 0);
+        assert_int_equal(apply(f, &f->id, &want, &res, NULL), 0);
         assert_int_equal(res, AFFINITY_REFUSED_RT);
         CpuSet now = affinity_of(f->child);
         assert_true(cpuset_equal(&now, &before));
@@ -271,13 +288,13 @@ static void test_rt_refused(void **state) {
 }
 
 static void refused(Fixture *f, pid_t tid, AffinityResult expected) {
-        AffinityTask t;
-        assert_int_equal(act_affinity_read_task("/proc", tid, &t), 0);
-        TaskId id = { .tid = tid, .start_time = t.start_time };
+        TaskFacts t;
+        assert_int_equal(task_facts_read(f->reader, 0, tid, &t), 0);
+        TaskId id = t.id;
         CpuSet before = affinity_of(tid);
         CpuSet want = one_cpu(cpuset_first(&f->online));
         AffinityResult res;
-        assert_int_equal(act_affinity_apply(f->act, &id, &want, &res, NULL), 0);
+        assert_int_equal(apply(f, &id, &want, &res, NULL), 0);
         assert_int_equal(res, expected);
         CpuSet now = affinity_of(tid);
         assert_true(cpuset_equal(&now, &before));
@@ -295,13 +312,17 @@ static void test_identity(void **state) {
         Fixture *f = *state;
         CpuSet want = one_cpu(cpuset_last(&f->online));
         TaskId wrong = { .tid = f->id.tid, .start_time = f->id.start_time + 1 };
-        assert_int_equal(act_affinity_apply(f->act, &wrong, &want, NULL, NULL), -ESRCH);
+        assert_int_equal(apply(f, &wrong, &want, NULL, NULL), -ESRCH);
         assert_true(act_affinity_error_is_transient(-ESRCH));
         assert_false(act_affinity_error_is_transient(-EPERM));
 
+        /* Facts sampled, then the task exits before the change: nothing journaled. */
+        TaskFacts t;
+        assert_int_equal(task_facts_read(f->reader, 0, f->id.tid, &t), 0);
         kill(f->child, SIGKILL);
         waitpid(f->child, NULL, 0);
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, NULL), -ESRCH);
+        assert_int_equal(act_affinity_apply(f->act, &t, &want, NULL, NULL), -ESRCH);
+        assert_int_equal(apply(f, &f->id, &want, NULL, NULL), -ESRCH);
         assert_int_equal(journal_size(f->journal), 0);
 }
 
@@ -311,7 +332,7 @@ static void test_dry_run(void **state) {
         CpuSet before = affinity_of(f->child);
         CpuSet want = one_cpu(cpuset_last(&f->online)), applied;
         AffinityResult res;
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, &res, &applied), 0);
+        assert_int_equal(apply(f, &f->id, &want, &res, &applied), 0);
         assert_int_equal(res, AFFINITY_WOULD_SET);
         assert_true(cpuset_equal(&applied, &want));
         CpuSet now = affinity_of(f->child);
@@ -323,13 +344,13 @@ static void test_clamped(void **state) {
         Fixture *f = *state;
         CpuSet want = one_cpu(cpuset_last(&f->online)), applied;
         cpuset_set(&want, CPUSET_MAX_CPUS - 1); /* not online: dropped */
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &want, NULL, &applied), 1);
+        assert_int_equal(apply(f, &f->id, &want, NULL, &applied), 1);
         CpuSet expect = one_cpu(cpuset_last(&f->online));
         assert_true(cpuset_equal(&applied, &expect));
 
         CpuSet offline = one_cpu(CPUSET_MAX_CPUS - 1);
         AffinityResult res;
-        assert_int_equal(act_affinity_apply(f->act, &f->id, &offline, &res, NULL), 0);
+        assert_int_equal(apply(f, &f->id, &offline, &res, NULL), 0);
         assert_int_equal(res, AFFINITY_EMPTY);
         JournalRestoreStats st;
         assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
@@ -368,9 +389,9 @@ static pid_t spawn_forker(int *ret_cmd, int *ret_reply) {
 }
 
 static TaskId task_id(pid_t pid) {
-        AffinityTask t;
-        assert_int_equal(act_affinity_read_task("/proc", pid, &t), 0);
-        return (TaskId){ .tid = pid, .start_time = t.start_time };
+        TaskFacts t;
+        assert_int_equal(task_facts_read_stat("/proc", 0, pid, &t), 0);
+        return t.id;
 }
 
 static void test_adopt_inherited(void **state) {
@@ -389,7 +410,7 @@ static void test_adopt_inherited(void **state) {
         kill(grandchild, SIGKILL);
 
         /* Narrowed: the fork inherits placed's mask and is adopted. */
-        assert_int_equal(act_affinity_apply(f->act, &creator, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &creator, &want, NULL, NULL), 1);
         assert_int_equal(write(cmd, "x", 1), 1);
         assert_int_equal(read(reply, &grandchild, sizeof(grandchild)), sizeof(grandchild));
         TaskId child = task_id(grandchild);
@@ -408,7 +429,7 @@ static void test_adopt_inherited(void **state) {
         assert_true(cpuset_equal(&now, &before));
 
         /* A child that changed its mask itself is not placed's to restore. */
-        assert_int_equal(act_affinity_apply(f->act, &creator, &want, NULL, NULL), 1);
+        assert_int_equal(apply(f, &creator, &want, NULL, NULL), 1);
         assert_int_equal(write(cmd, "x", 1), 1);
         pid_t other;
         assert_int_equal(read(reply, &other, sizeof(other)), sizeof(other));

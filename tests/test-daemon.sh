@@ -38,7 +38,8 @@ ok "bad command lines exit 2 with a message"
 
 # --- placectl: a usage error never reaches the bus (no daemon runs here)
 for bad in "frobnicate:unknown command" "explain:needs exactly one TID" "explain 1 2:takes one argument" \
-    "status now:takes no argument" "reload x:takes no argument" ":no command given"; do
+    "status now:takes no argument" "reload x:takes no argument" ":no command given" \
+    "--dot status:is for graph only" "--dot --json graph:not both"; do
     set +e
     # shellcheck disable=SC2086
     "$PLACED_BUILD/placectl" --address unix:path=/nonexistent ${bad%%:*} >"$T/out" 2>&1

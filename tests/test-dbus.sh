@@ -308,6 +308,15 @@ check_placectl_misc() {
         fail "status --json: $(cat "$T/pc.out")"
     PLACED_BUS_ADDRESS=$ADDR "$placectl" profile >/dev/null || fail "PLACED_BUS_ADDRESS not honoured"
     pc_rc 2 graph --dot extra
+    pc_rc 2 graph --dot --json
+    # graph prints tables, graph --dot prints DOT: never the same output.
+    pc_rc 0 graph
+    cp "$T/pc.out" "$T/graph.txt"
+    pc_rc 0 graph --dot
+    ! cmp -s "$T/graph.txt" "$T/pc.out" || fail "graph and graph --dot print the same: $(head -n3 "$T/pc.out")"
+    head -n1 "$T/pc.out" | grep -q '^digraph placed {$' || fail "graph --dot is not DOT: $(head -n3 "$T/pc.out")"
+    ! grep -q 'digraph' "$T/graph.txt" || fail "graph (no --dot) prints DOT: $(head -n3 "$T/graph.txt")"
+    grep -q '^GROUP  *CLASS  *TASK ' "$T/graph.txt" || fail "graph lacks its task table: $(cat "$T/graph.txt")"
     pc_rc 2 snapshot a b
     pc_rc 1 snapshot "$T/no-such-dir/snap.json"
     grep -q 'cannot write' "$T/pc.out" || fail "snapshot to a bad path: $(cat "$T/pc.out")"
@@ -318,7 +327,7 @@ check_placectl_misc() {
     local rc=0
     "$placectl" --address "unix:path=$T/no-such-socket" status >"$T/out" 2>&1 || rc=$?
     [ $rc -eq 3 ] || fail "unreachable bus: exit $rc, expected 3"
-    ok "placectl status (text, JSON), env address, usage (2), unwritable snapshot (1), unreachable (3)"
+    ok "placectl status (text, JSON), graph (tables) unlike graph --dot, env address, usage (2), unwritable snapshot (1), unreachable (3)"
 }
 
 # bj METHOD|get-property NAME: busctl's JSON for a call or a property (python3 reads it).
@@ -492,6 +501,10 @@ assert strong, [e for e in edges if a in e[:2] or b in e[:2]]
     if command -v dot >/dev/null; then
         dot -Tcanon "$T/pc.out" >/dev/null 2>"$T/dot.err" || fail "Graphviz rejects graph --dot: $(cat "$T/dot.err")"
     fi
+    pc_rc 0 graph
+    grep -Eq "^[^ ]*/($bench|$child) +-> [^ ]*/($bench|$child) +[0-9.]+ +strong\$" "$T/pc.out" ||
+        fail "graph has no strong edge row between $bench and $child: $(grep -- '->' "$T/pc.out" | head)"
+    grep -Eq "^[0-9]+ +pair +[^ ]*/$bench " "$T/pc.out" || fail "graph does not list $bench in a pair: $(cat "$T/pc.out")"
     pc_rc 0 --json graph
     python3 -c '
 import json, sys
@@ -525,7 +538,7 @@ json.loads(json.load(sys.stdin)["data"][0])' || fail "Snapshot() does not return
     pkill -P $bench 2>/dev/null || true
     kill $bench 2>/dev/null || true
     wait $bench 2>/dev/null || true
-    ok "perf bench pair $bench<->$child: ListGroups pair, WakeGraph strong edge, graph --dot/--json, snapshot, status"
+    ok "perf bench pair $bench<->$child: ListGroups pair, WakeGraph strong edge, graph (tables, --dot, --json), snapshot, status"
 }
 
 # A UDP request/response pair over loopback (tests/bench/netpair): the

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The owner's exclusions: comm globs, cgroup prefixes, and /proc/TID/cgroup parsing. */
-#include <errno.h>
+/* The owner's exclusions: comm globs and cgroup prefixes (the cgroup file: test-task-facts.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -49,52 +45,9 @@ static void test_match(void **state) {
         config_done(&c);
 }
 
-static char root[] = "/tmp/placed-exclude-XXXXXX";
-
-static void write_cgroup(pid_t tid, const char *content) {
-        char path[512];
-        snprintf(path, sizeof(path), "%s/%d", root, (int)tid);
-        mkdir(path, 0755);
-        strcat(path, "/cgroup");
-        FILE *f = fopen(path, "we");
-        assert_non_null(f);
-        fputs(content, f);
-        fclose(f);
-}
-
-static void test_read_cgroup(void **state) {
-        char buf[256];
-        assert_non_null(mkdtemp(root));
-
-        write_cgroup(10, "12:cpuset:/v1/path\n0::/system.slice/a.service\n");
-        assert_int_equal(exclude_read_cgroup(root, 10, buf, sizeof(buf)), 0);
-        assert_string_equal(buf, "/system.slice/a.service");
-
-        write_cgroup(11, "3:cpu,cpuacct:/x\n4:cpuset,cpu:/only/v1\n");
-        assert_int_equal(exclude_read_cgroup(root, 11, buf, sizeof(buf)), 0);
-        assert_string_equal(buf, "/only/v1");
-
-        write_cgroup(12, "3:memory:/m\n");
-        assert_int_equal(exclude_read_cgroup(root, 12, buf, sizeof(buf)), -ENOENT);
-
-        write_cgroup(13, "0::/a/very/long/path\n");
-        assert_int_equal(exclude_read_cgroup(root, 13, buf, 8), -ENOBUFS);
-
-        assert_int_equal(exclude_read_cgroup(root, 99, buf, sizeof(buf)), -ESRCH);
-
-        /* The live system: our own task has a cgroup. */
-        assert_int_equal(exclude_read_cgroup("/proc", getpid(), buf, sizeof(buf)), 0);
-        assert_int_equal(buf[0], '/');
-
-        char cmd[600];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-        assert_int_equal(system(cmd), 0);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_match),
-                cmocka_unit_test(test_read_cgroup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tests for lib/rules.c's pure part: matching a subject (comm, exe, cgroup,
- * unit) against rules, the unit of a cgroup path, a group's decision from
+ * unit) against rules, a group's decision from
  * its members' rules (precedence), and pack-with links between groups.
  * Reading rules.d is tested through config_load() in test-config.c.
  */
@@ -84,27 +84,6 @@ static void test_first_rule_wins(void **state) {
         assert_int_equal(rules_needs(&set), RULE_NEEDS_CGROUP | RULE_NEEDS_EXE);
 }
 
-static void test_unit_from_cgroup(void **state) {
-        char buf[64];
-        assert_int_equal(rule_unit_from_cgroup("/system.slice/nginx.service", buf, sizeof(buf)), 0);
-        assert_string_equal(buf, "nginx.service");
-        assert_int_equal(rule_unit_from_cgroup("/user.slice/user-1000.slice/user@1000.service/"
-                                               "app.slice/foo.service",
-                                               buf, sizeof(buf)),
-                         0);
-        assert_string_equal(buf, "foo.service");
-        assert_int_equal(rule_unit_from_cgroup("/user.slice/user-1000.slice/session-3.scope", buf,
-                                               sizeof(buf)),
-                         0);
-        assert_string_equal(buf, "session-3.scope");
-        assert_int_equal(rule_unit_from_cgroup("/system.slice/x.service/worker", buf, sizeof(buf)),
-                         0);
-        assert_string_equal(buf, "x.service");
-        assert_int_equal(rule_unit_from_cgroup("/user.slice", buf, sizeof(buf)), -ENOENT);
-        assert_int_equal(rule_unit_from_cgroup("/", buf, sizeof(buf)), -ENOENT);
-        assert_int_equal(rule_unit_from_cgroup("/a.service", buf, 4), -ENOBUFS);
-}
-
 /* ignore > never-pack > latency-critical > pack-with; then the earlier rule. */
 static void test_group_precedence(void **state) {
         Rule v[5] = { mk("pw", RULE_ACTION_PACK_WITH, "a", NULL, NULL, NULL),
@@ -178,8 +157,8 @@ static void test_action_names(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_match_keys),       cmocka_unit_test(test_first_rule_wins),
-                cmocka_unit_test(test_unit_from_cgroup), cmocka_unit_test(test_group_precedence),
-                cmocka_unit_test(test_link_partners),    cmocka_unit_test(test_action_names),
+                cmocka_unit_test(test_group_precedence), cmocka_unit_test(test_link_partners),
+                cmocka_unit_test(test_action_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

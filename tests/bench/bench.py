@@ -64,12 +64,39 @@ def wl_pipe(args, env):
     return {"metric": "usec/op", "value": usec, "better": "lower"}
 
 
+def one_cpu(pid):
+    """The CPU pid is allowed on when it is exactly one, else None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            cpus = next(l.split()[1] for l in f if l.startswith("Cpus_allowed_list:"))
+    except (OSError, StopIteration):
+        return None
+    return int(cpus) if cpus.isdigit() else None
+
+
 def wl_pair(args, env):
     """The lockstep pair in its steady state: round trips per second after a
-    warm-up long enough for placed's first decisions (ticks of 1 s)."""
-    out = sh(env.cmd([os.path.join(args.build, "bench", "pingpong"), "-s",
-                      str(args.warmup + args.seconds), "-w", str(args.warmup)])).stdout
-    return {"metric": "round trips/s", "value": float(out.split()[-1]), "better": "higher"}
+    warm-up long enough for placed's first decisions (ticks of 1 s). Also how
+    long after the pair started its two tasks were first both allowed on one
+    and the same CPU (packed_after_s; None if never, and for the ceiling,
+    which starts pinned)."""
+    p = subprocess.Popen(env.cmd([os.path.join(args.build, "bench", "pingpong"), "-p", "-s",
+                                  str(args.warmup + args.seconds), "-w", str(args.warmup)]),
+                         stdout=subprocess.PIPE, text=True)
+    t0 = time.time()
+    pids = [int(x) for x in p.stdout.readline().split()[1:3]]
+    packed = None
+    while env.pin is None and packed is None and p.poll() is None:
+        cpus = [one_cpu(pid) for pid in pids]
+        if cpus[0] is not None and cpus[0] == cpus[1]:
+            packed = round(time.time() - t0, 2)
+        else:
+            time.sleep(0.02)
+    out = p.communicate()[0]
+    if p.returncode != 0:
+        raise RuntimeError("pingpong failed (exit %d)" % p.returncode)
+    return {"metric": "round trips/s", "value": float(out.split()[-1]), "better": "higher",
+            "packed_after_s": packed}
 
 
 def hackbench(groups, loops):
@@ -363,7 +390,12 @@ class Placed:
             for line in f:
                 if line.startswith("VmHWM:"):
                     hwm = int(line.split()[1])
-        return {"placed_cpu_s": cpu_s, "placed_peak_rss_kib": hwm}
+        self.log.seek(0)
+        log = self.log.read()
+        # What its trials concluded during the run (placed's own log lines).
+        return {"placed_cpu_s": cpu_s, "placed_peak_rss_kib": hwm,
+                "trials_kept": log.count("Keeping "),
+                "trials_reverted": len(re.findall(r"to the kernel: .*did worse", log))}
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -489,6 +521,37 @@ def fmt_val(v):
     return "%.4g" % v
 
 
+PACK_TICKS_TARGET = 3  # a pair is packed within this many ticks of starting
+
+
+def packing_speed(args, results, configs, workloads):
+    """How soon each profile packed the lockstep pair: seconds from its start
+    until both tasks were allowed on one CPU, median and worst, in ticks of
+    args.tick_s against the target."""
+    if "pair" not in workloads:
+        return []
+    lines = ["", "## Speed of packing", "",
+             "Seconds from the pair's start until both its tasks were allowed on one and the "
+             "same CPU (median, worst), against %d ticks of %.1f s." % (PACK_TICKS_TARGET,
+                                                                      args.tick_s), "",
+             "| profile | packed after | target |", "|---|---|---|"]
+    for c in configs:
+        if c not in PROFILES or not results["pair"].get(c):
+            continue
+        t = [r.get("packed_after_s") for r in results["pair"][c]]
+        never = sum(1 for x in t if x is None)
+        got = [x for x in t if x is not None]
+        if not got:
+            lines.append("| %s | never | **FAIL** |" % c)
+            continue
+        ok = never == 0 and max(got) <= PACK_TICKS_TARGET * args.tick_s
+        lines.append("| %s | %.2f s, worst %.2f s%s | <= %d ticks **%s** |" % (
+            c, statistics.median(got), max(got),
+            ", %d of %d never" % (never, len(t)) if never else "", PACK_TICKS_TARGET,
+            "PASS" if ok else "FAIL"))
+    return lines
+
+
 def write_report(out, args, results, summary, configs, workloads, took):
     lines = ["# placed benchmark", "",
              "`%s` on %d CPUs, %s, cpuidle driver %s; %d repetitions, configurations alternated; "
@@ -555,6 +618,7 @@ def write_report(out, args, results, summary, configs, workloads, took):
             lines.append("| %s | %s | %s | %s |" % (w, target, "%.2fx" % ceil if ceil else "–",
                                                     " | ".join(cells)))
 
+    lines += packing_speed(args, results, configs, workloads)
     lines += ["", "## Workloads", ""]
     for w in workloads:
         lines.append("- **%s**: %s (%s, %s is better)" % (w, WORKLOADS[w].label, WORKLOADS[w].metric,
@@ -674,6 +738,8 @@ def main():
     ap.add_argument("--ceiling-cpus", default="all",
                     help="CPUs the ceiling pins a pair to, one per repetition in turn "
                          "(comma-separated; default: all this harness may use)")
+    ap.add_argument("--tick-s", type=float, default=1.0,
+                    help="placed's tick ([daemon] interval_ms of conf/placed.conf), for the packing target")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
     args = ap.parse_args()

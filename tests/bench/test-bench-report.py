@@ -73,6 +73,25 @@ class Report(unittest.TestCase):
         after = {(5, 1): 3.0 + 0.5 + 11.0, (20, 9): 0.5}
         self.assertAlmostEqual(bench.foreign_load(before, after, 2.0), 1.0)
 
+    def test_packing_speed(self):
+        class A:
+            tick_s = 1.0
+        results = {"pair": {
+            "balanced": [{"value": 1, "packed_after_s": t} for t in (1.8, 2.1, 2.9)],
+            "power-first": [{"value": 1, "packed_after_s": t} for t in (1.5, 3.4, 2.0)],
+            "latency-first": [{"value": 1, "packed_after_s": t} for t in (1.5, None, 2.0)],
+            "ceiling": [{"value": 1, "packed_after_s": None}]}}
+        rows = {l.split("|")[1].strip(): l for l in bench.packing_speed(
+            A, results, ["balanced", "power-first", "latency-first", "ceiling"], ["pair"])
+            if l.startswith("| ") and "profile" not in l}
+        self.assertIn("2.10 s, worst 2.90 s", rows["balanced"])
+        self.assertIn("PASS", rows["balanced"])
+        self.assertIn("FAIL", rows["power-first"])  # 3.4 s > 3 ticks
+        self.assertIn("1 of 3 never", rows["latency-first"])
+        self.assertIn("FAIL", rows["latency-first"])
+        self.assertNotIn("ceiling", rows)
+        self.assertEqual(bench.packing_speed(A, results, ["balanced"], ["redis-1c"]), [])
+
     def test_figures(self):
         self.assertEqual(bench.fmt_val(73740), "73.7k")
         self.assertEqual(bench.fmt_val(1.2e6), "1.2M")

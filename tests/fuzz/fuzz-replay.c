@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzzes the wake-replay reader (the "replay" wake source, lib/wake-source.c)
+ * Fuzzes the wake-replay reader (the "replay" wake source, lib/wake-source-replay.c)
  * and the aggregation behind it: the input is a recorded event file, read in
  * two batches as two ticks would.
  */

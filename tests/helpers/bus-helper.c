@@ -10,6 +10,9 @@
  *       one client that asks placed for N profile holds on one connection,
  *       prints "ok COOKIE" or "error NAME" per call, then stays connected
  *       until stdin closes.
+ *
+ * The names and signatures are lib/bus-contract.h's, as placed's and
+ * placectl's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +23,9 @@
 #include <unistd.h>
 
 #include <systemd/sd-bus.h>
+
+#include "bus-contract.h"
+#include "macro.h"
 
 #define MAX_PENDING 64
 
@@ -37,10 +43,10 @@ static uint64_t now_usec(void) {
 }
 
 static int reply_yes(sd_bus_message *msg) {
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'r', "bba{ss}");
+                r = sd_bus_message_open_container(reply, 'r', POLKIT_RESULT_FIELDS);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "bb", 1, 0);
         if (r >= 0)
@@ -49,7 +55,6 @@ static int reply_yes(sd_bus_message *msg) {
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         return r;
 }
 
@@ -61,13 +66,13 @@ static int check_authorization(sd_bus_message *msg, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         fprintf(stderr, "fake polkit: asked for %s\n", action);
-        if (strcmp(action, "org.placed1.set-profile") != 0 &&
-            strcmp(action, "org.placed1.reload") != 0)
+        if (strcmp(action, PLACED_ACTION_SET_PROFILE) != 0 &&
+            strcmp(action, PLACED_ACTION_RELOAD) != 0)
                 return reply_yes(msg);
         for (unsigned i = 0; i < MAX_PENDING; i++)
                 if (!pending[i].msg) {
                         pending[i].msg = sd_bus_message_ref(msg);
-                        pending[i].due_usec = strcmp(action, "org.placed1.reload") == 0
+                        pending[i].due_usec = strcmp(action, PLACED_ACTION_RELOAD) == 0
                                                       ? now_usec() + 1000000
                                                       : 0;
                         return 1; /* answered later, or never */
@@ -77,17 +82,16 @@ static int check_authorization(sd_bus_message *msg, void *userdata, sd_bus_error
 
 static const sd_bus_vtable authority_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD("CheckAuthorization", "(sa{sv})sa{ss}us", "(bba{ss})", check_authorization,
+        SD_BUS_METHOD("CheckAuthorization", POLKIT_CHECK_IN, POLKIT_CHECK_OUT, check_authorization,
                       SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
 static int run_polkit(sd_bus *bus) {
-        int r = sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/PolicyKit1/Authority",
-                                         "org.freedesktop.PolicyKit1.Authority", authority_vtable,
-                                         NULL);
+        int r = sd_bus_add_object_vtable(bus, NULL, POLKIT_BUS_PATH, POLKIT_BUS_INTERFACE,
+                                         authority_vtable, NULL);
         if (r >= 0)
-                r = sd_bus_request_name(bus, "org.freedesktop.PolicyKit1", 0);
+                r = sd_bus_request_name(bus, POLKIT_BUS_NAME, 0);
         if (r < 0) {
                 fprintf(stderr, "fake polkit: %s\n", strerror(-r));
                 return 1;
@@ -112,19 +116,17 @@ static int run_polkit(sd_bus *bus) {
 
 static int run_hold(sd_bus *bus, int n) {
         for (int i = 0; i < n; i++) {
-                sd_bus_error error = SD_BUS_ERROR_NULL;
-                sd_bus_message *reply = NULL;
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
                 uint32_t cookie;
-                int r = sd_bus_call_method(bus, "org.placed1", "/org/placed1",
-                                           "org.placed1.Manager", "HoldProfile", &error, &reply,
+                int r = sd_bus_call_method(bus, PLACED_BUS_NAME, PLACED_BUS_PATH,
+                                           PLACED_BUS_INTERFACE, "HoldProfile", &error, &reply,
                                            "ss", "power-first", "bus-helper");
                 if (r >= 0 && sd_bus_message_read(reply, "u", &cookie) >= 0)
                         printf("ok %" PRIu32 "\n", cookie);
                 else
                         printf("error %s %s\n", error.name ? error.name : strerror(-r),
                                error.message ? error.message : "");
-                sd_bus_error_free(&error);
-                sd_bus_message_unref(reply);
         }
         fflush(stdout);
         char c;
@@ -134,18 +136,12 @@ static int run_hold(sd_bus *bus, int n) {
 }
 
 int main(int argc, char *argv[]) {
-        sd_bus *bus = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         if (argc < 3) {
                 fprintf(stderr, "usage: bus-helper ADDRESS polkit | ADDRESS hold N\n");
                 return 2;
         }
-        int r = sd_bus_new(&bus);
-        if (r >= 0)
-                r = sd_bus_set_address(bus, argv[1]);
-        if (r >= 0)
-                r = sd_bus_set_bus_client(bus, 1);
-        if (r >= 0)
-                r = sd_bus_start(bus);
+        int r = placed_bus_connect(argv[1], &bus);
         if (r < 0) {
                 fprintf(stderr, "bus-helper: cannot connect to %s: %s\n", argv[1], strerror(-r));
                 return 1;
@@ -156,6 +152,5 @@ int main(int argc, char *argv[]) {
                 r = run_hold(bus, atoi(argv[3]));
         else
                 r = 2;
-        sd_bus_flush_close_unref(bus);
         return r;
 }

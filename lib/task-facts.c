@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-task fact reader (see task-facts.h).
+ *
+ * stat is parsed after the last ')' because comm may hold spaces and
+ * parentheses. A file that vanishes between two reads means the task
+ * exited: every -ENOENT becomes -ESRCH, so callers test one code.
+ *
+ * Two caches keep the tick cheap: the effective CPUs of each cgroup are
+ * read once a tick (many tasks share a cgroup), and the executable of each
+ * process once in its life (keyed by tgid and the leader's start time, so
+ * a reused pid is read afresh; an exec() is reported by the proc connector,
+ * task_facts_reader_forget_process()).
+ */
+#include "task-facts.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+#define PF_KTHREAD_FLAG 0x00200000U
+
+#define CGROUP_CACHE_MAX 128
+
+typedef struct CgroupCpus {
+        char *path; /* owned */
+        CpuSet cpus;
+} CgroupCpus;
+
+typedef struct ExeEntry {
+        pid_t tgid;
+        uint64_t leader_start; /* start time of the thread tid == tgid */
+        uint64_t checked_tick; /* the tick the leader's start time was last checked */
+        char *exe;             /* owned */
+} ExeEntry;
+
+struct TaskFactsReader {
+        char *procfs_root;
+        char *cgroup_root; /* NULL: no cpuset facts */
+        uint64_t tick;
+        CgroupCpus cgroups[CGROUP_CACHE_MAX]; /* this tick's, n_cgroups used */
+        unsigned n_cgroups;
+        ExeEntry *exes; /* owned, n_exes used of cap_exes */
+        unsigned n_exes, cap_exes;
+};
+
+int task_facts_reader_new(const char *procfs_root, const char *cgroup_root, TaskFactsReader **ret) {
+        TaskFactsReader *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->procfs_root = strdup(procfs_root ? procfs_root : "/proc");
+        r->cgroup_root = cgroup_root ? strdup(cgroup_root) : NULL;
+        if (!r->procfs_root || (cgroup_root && !r->cgroup_root)) {
+                task_facts_reader_free(r);
+                return -ENOMEM;
+        }
+        r->tick = 1;
+        *ret = r;
+        return 0;
+}
+
+static void reader_clear_cgroups(TaskFactsReader *r) {
+        for (unsigned i = 0; i < r->n_cgroups; i++)
+                r->cgroups[i].path = mfree(r->cgroups[i].path);
+        r->n_cgroups = 0;
+}
+
+TaskFactsReader *task_facts_reader_free(TaskFactsReader *r) {
+        if (!r)
+                return NULL;
+        reader_clear_cgroups(r);
+        for (unsigned i = 0; i < r->n_exes; i++)
+                free(r->exes[i].exe);
+        free(r->exes);
+        free(r->procfs_root);
+        free(r->cgroup_root);
+        free(r);
+        return NULL;
+}
+
+void task_facts_reader_new_tick(TaskFactsReader *r) {
+        if (!r)
+                return;
+        reader_clear_cgroups(r);
+        r->tick++;
+}
+
+void task_facts_reader_forget_process(TaskFactsReader *r, pid_t tgid) {
+        for (unsigned i = 0; r && i < r->n_exes; i++)
+                if (r->exes[i].tgid == tgid) {
+                        free(r->exes[i].exe);
+                        r->exes[i] = r->exes[--r->n_exes];
+                        return;
+                }
+}
+
+/* Reads PROCFS_ROOT/TGID/task/TID/NAME. Return: bytes, -ESRCH when gone, negative errno. */
+static int read_task_file(const char *root, pid_t tgid, pid_t tid, const char *name, char *buf,
+                          size_t size) {
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s/%d/task/%d/%s", root, (int)(tgid > 0 ? tgid : tid),
+                         (int)tid, name);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        int r = read_small_file(path, buf, size);
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+/* The fields of stat after the comm: 3 (state) to 41 (policy); older kernels stop after 22. */
+static int parse_stat(const char *buf, TaskFacts *t) {
+        const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+        char *end;
+        if (!open || !close || close < open)
+                return -EINVAL;
+        long tid = strtol(buf, &end, 10);
+        if (end == buf || tid <= 0 || tid > INT_MAX)
+                return -EINVAL;
+        size_t len = MIN((size_t)(close - open - 1), sizeof(t->comm) - 1);
+        memcpy(t->comm, open + 1, len);
+        t->comm[len] = '\0';
+        t->id.tid = (pid_t)tid;
+        t->processor = -1;
+
+        const char *p = close + 1;
+        for (int field = 3; field <= 41; field++) {
+                p += strspn(p, " ");
+                if (!*p || *p == '\n')
+                        return field > 22 ? 0 : -EINVAL;
+                if (field == 3)
+                        t->state = *p;
+                else if (field != 3 && (*p < '0' || *p > '9') && *p != '-')
+                        return -EINVAL; /* every field after the state is a number */
+                if (field == 4)
+                        t->ppid = (pid_t)strtol(p, NULL, 10);
+                else if (field == 9)
+                        t->flags = (unsigned)strtoul(p, NULL, 10);
+                else if (field == 22)
+                        t->id.start_time = strtoull(p, NULL, 10);
+                else if (field == 39)
+                        t->processor = (int)strtol(p, NULL, 10);
+                else if (field == 40)
+                        t->rt_priority = (unsigned)strtoul(p, NULL, 10);
+                else if (field == 41)
+                        t->policy = (unsigned)strtoul(p, NULL, 10);
+                p += strcspn(p, " \n");
+        }
+        return 0;
+}
+
+int task_facts_read_stat(const char *procfs_root, pid_t tgid, pid_t tid, TaskFacts *ret) {
+        char buf[1024];
+        if (tid <= 0 || !ret)
+                return -EINVAL;
+        int r = read_task_file(procfs_root ? procfs_root : "/proc", tgid, tid, "stat", buf,
+                               sizeof(buf));
+        if (r < 0)
+                return r == -EFBIG ? -EINVAL : r;
+        TaskFacts t = { .tgid = tgid };
+        r = parse_stat(buf, &t);
+        if (r < 0)
+                return r;
+        if (t.id.tid != tid)
+                return -EINVAL;
+        *ret = t;
+        return 0;
+}
+
+static int parse_schedstat(const char *buf, TaskFacts *t) {
+        char extra;
+        if (sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %c", &t->run_ns, &t->run_delay_ns,
+                   &t->timeslices, &extra) != 3)
+                return -EINVAL;
+        return 0;
+}
+
+/* The value of the line "KEY:\t..." of status, up to the end of its line, into buf. */
+static int status_field(const char *status, const char *key, char *buf, size_t size) {
+        size_t klen = strlen(key);
+        const char *p = status;
+        while (p && !(strncmp(p, key, klen) == 0 && p[klen] == ':')) {
+                p = strchr(p, '\n');
+                p = p ? p + 1 : NULL;
+        }
+        if (!p)
+                return -EINVAL;
+        p += klen + 1;
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, "\n");
+        if (n >= size)
+                return -EINVAL;
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+        return 0;
+}
+
+static int parse_status(const char *buf, pid_t tgid, TaskFacts *t) {
+        char value[8192];
+        char *end;
+        int r = status_field(buf, "Tgid", value, sizeof(value));
+        if (r < 0)
+                return r;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end || v <= 0 || v > INT_MAX)
+                return -EINVAL;
+        if (tgid > 0 && v != tgid)
+                return -ESRCH; /* not a thread of that process (any more) */
+        t->tgid = (pid_t)v;
+        r = status_field(buf, "Cpus_allowed_list", value, sizeof(value));
+        if (r < 0)
+                return r;
+        return cpuset_parse(value, &t->allowed) < 0 ? -EINVAL : 0;
+}
+
+/* Copies a path of length n into buf. Return: 0 or -ENOBUFS. */
+static int copy_path(const char *path, size_t n, char *buf, size_t size) {
+        if (!buf)
+                return 0;
+        if (n >= size)
+                return -ENOBUFS;
+        memcpy(buf, path, n);
+        buf[n] = '\0';
+        return 0;
+}
+
+/* True if the comma-separated controller list names cpuset. */
+static bool has_cpuset(const char *list, size_t n) {
+        for (size_t i = 0; i < n;) {
+                size_t k = strcspn(list + i, ",:");
+                if (k == 6 && strncmp(list + i, "cpuset", 6) == 0)
+                        return true;
+                i += k + 1;
+        }
+        return false;
+}
+
+int task_facts_parse_cgroup(const char *text, char *ret_cgroup, char *ret_cpuset, size_t size) {
+        const char *v2 = NULL, *v1 = NULL;
+        size_t v2_len = 0, v1_len = 0;
+
+        /* Lines are "ID:CONTROLLERS:PATH"; v2 is "0::PATH". */
+        for (const char *line = text; line && *line;) {
+                const char *eol = strchr(line, '\n');
+                size_t len = eol ? (size_t)(eol - line) : strlen(line);
+                const char *c1 = memchr(line, ':', len);
+                const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+                if (len > 0 && (!c2 || c1 == line || c2[1] != '/'))
+                        return -EINVAL;
+                if (c2 && c1 - line == 1 && line[0] == '0' && c2 == c1 + 1) {
+                        v2 = c2 + 1;
+                        v2_len = len - (size_t)(v2 - line);
+                } else if (c2 && !v1 && has_cpuset(c1 + 1, (size_t)(c2 - c1 - 1))) {
+                        v1 = c2 + 1;
+                        v1_len = len - (size_t)(v1 - line);
+                }
+                line = eol ? eol + 1 : NULL;
+        }
+        if (!v1 && !v2)
+                return -ENOENT;
+        int r = copy_path(v2 ? v2 : v1, v2 ? v2_len : v1_len, ret_cgroup, size);
+        if (r >= 0)
+                r = copy_path(v1 ? v1 : v2, v1 ? v1_len : v2_len, ret_cpuset, size);
+        return r;
+}
+
+int task_facts_unit_from_cgroup(const char *cgroup, char *buf, size_t size) {
+        const char *best = NULL;
+        size_t best_len = 0;
+        if (size > 0)
+                buf[0] = '\0';
+        for (const char *c = cgroup; c && *c;) {
+                c += strspn(c, "/");
+                size_t n = strcspn(c, "/");
+                bool service = n > 8 && strncmp(c + n - 8, ".service", 8) == 0;
+                bool scope = n > 6 && strncmp(c + n - 6, ".scope", 6) == 0;
+                if (service || scope) {
+                        best = c;
+                        best_len = n;
+                }
+                c += n;
+        }
+        if (!best)
+                return 0;
+        return copy_path(best, best_len, buf, size);
+}
+
+/* Effective CPUs of DIR from the v2 or the v1 file. Return: 0, -ENOENT when neither. */
+static int read_effective(const char *dir, CpuSet *ret) {
+        static const char *const names[] = { "cpuset.cpus.effective", "cpuset.effective_cpus" };
+        char path[PATH_MAX + 32], buf[8192];
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                int n = snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+                if (n < 0 || (size_t)n >= sizeof(path))
+                        return -ENAMETOOLONG;
+                int r = read_small_file_line(path, buf, sizeof(buf));
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return r;
+                return cpuset_parse(buf, ret) < 0 ? -EINVAL : 0;
+        }
+        return -ENOENT;
+}
+
+/* An absolute path without "." or ".." components: it stays under the root. */
+static bool path_is_safe(const char *path) {
+        if (path[0] != '/')
+                return false;
+        for (const char *c = path; *c;) {
+                c += strspn(c, "/");
+                size_t n = strcspn(c, "/");
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                c += n;
+        }
+        return true;
+}
+
+/*
+ * The effective CPUs of the cpuset cgroup path: from the nearest cgroup up
+ * to the root that has the file (in v2 the controller may be off below some
+ * level; its tasks then get their ancestor's CPUs). Cached for the tick.
+ */
+static void cgroup_cpus(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
+        cpuset_zero(ret);
+        if (!r->cgroup_root || !path_is_safe(cgpath))
+                return;
+        for (unsigned i = 0; i < r->n_cgroups; i++)
+                if (strcmp(r->cgroups[i].path, cgpath) == 0) {
+                        *ret = r->cgroups[i].cpus;
+                        return;
+                }
+        char dir[PATH_MAX];
+        int n = snprintf(dir, sizeof(dir), "%s%s", r->cgroup_root, cgpath);
+        if (n < 0 || (size_t)n >= sizeof(dir))
+                return;
+        size_t root_len = strlen(r->cgroup_root);
+        int k;
+        for (;;) {
+                k = read_effective(dir, ret);
+                if (k != -ENOENT || strlen(dir) <= root_len)
+                        break;
+                char *slash = strrchr(dir + root_len, '/');
+                if (!slash)
+                        break;
+                *slash = '\0'; /* up one cgroup; "" + root_len = the root itself */
+        }
+        if (k < 0)
+                cpuset_zero(ret);
+        if (r->n_cgroups < CGROUP_CACHE_MAX) {
+                char *copy = strdup(cgpath);
+                if (copy)
+                        r->cgroups[r->n_cgroups++] = (CgroupCpus){ .path = copy, .cpus = *ret };
+        }
+}
+
+static ExeEntry *exe_find(TaskFactsReader *r, pid_t tgid) {
+        for (unsigned i = 0; i < r->n_exes; i++)
+                if (r->exes[i].tgid == tgid)
+                        return &r->exes[i];
+        return NULL;
+}
+
+/* The start time of the process tgid (its leader thread). */
+static int leader_start(TaskFactsReader *r, const TaskFacts *t, uint64_t *ret) {
+        if (t->id.tid == t->tgid) {
+                *ret = t->id.start_time;
+                return 0;
+        }
+        TaskFacts leader;
+        int k = task_facts_read_stat(r->procfs_root, t->tgid, t->tgid, &leader);
+        if (k < 0)
+                return k;
+        *ret = leader.id.start_time;
+        return 0;
+}
+
+/* t->exe from the cache, or from PROCFS_ROOT/TGID/exe. "" when unreadable (kernel threads). */
+static void task_exe(TaskFactsReader *r, TaskFacts *t) {
+        uint64_t start = 0;
+        ExeEntry *e = exe_find(r, t->tgid);
+        t->exe[0] = '\0';
+        if (e && e->checked_tick == r->tick) {
+                snprintf(t->exe, sizeof(t->exe), "%s", e->exe);
+                return;
+        }
+        if (leader_start(r, t, &start) < 0)
+                return; /* the leader is gone (a zombie's threads): no exe to read */
+        if (e && e->leader_start == start) {
+                e->checked_tick = r->tick;
+                snprintf(t->exe, sizeof(t->exe), "%s", e->exe);
+                return;
+        }
+
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s/%d/exe", r->procfs_root, (int)t->tgid);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return;
+        ssize_t len = readlink(path, t->exe, sizeof(t->exe) - 1);
+        t->exe[len > 0 ? len : 0] = '\0';
+        if (len >= (ssize_t)sizeof(t->exe) - 1)
+                t->exe[0] = '\0'; /* cut: better unknown than a wrong path */
+
+        char *copy = strdup(t->exe);
+        if (!copy)
+                return;
+        if (!e && r->n_exes == r->cap_exes) {
+                unsigned cap = r->cap_exes ? 2 * r->cap_exes : 64;
+                ExeEntry *grown = reallocarray(r->exes, cap, sizeof(*grown));
+                if (!grown) {
+                        free(copy);
+                        return;
+                }
+                r->exes = grown;
+                r->cap_exes = cap;
+        }
+        if (!e)
+                e = &r->exes[r->n_exes++];
+        else
+                free(e->exe);
+        *e = (ExeEntry){
+                .tgid = t->tgid, .leader_start = start, .checked_tick = r->tick, .exe = copy
+        };
+}
+
+static int read_cgroup_facts(TaskFactsReader *r, TaskFacts *t) {
+        char buf[8192], cpuset_path[TASK_FACTS_PATH_MAX];
+        int k = read_task_file(r->procfs_root, t->tgid, t->id.tid, "cgroup", buf, sizeof(buf));
+        if (k < 0)
+                return k == -EFBIG ? -EINVAL : k;
+        k = task_facts_parse_cgroup(buf, t->cgroup, cpuset_path, sizeof(t->cgroup));
+        if (k == -ENOENT) /* no unified nor cpuset hierarchy: nothing to know */
+                return 0;
+        if (k == -ENOBUFS) { /* deeper than any real cgroup: unknown */
+                t->cgroup[0] = '\0';
+                return 0;
+        }
+        if (k < 0)
+                return k;
+        cgroup_cpus(r, cpuset_path, &t->cpuset_cpus);
+        (void)task_facts_unit_from_cgroup(t->cgroup, t->unit, sizeof(t->unit)); /* too long: "" */
+        return 0;
+}
+
+int task_facts_read(TaskFactsReader *r, pid_t tgid, pid_t tid, TaskFacts *ret) {
+        char buf[8192];
+        if (!r || !ret || tid <= 0)
+                return -EINVAL;
+
+        /* A TaskFacts is a few KiB: build it in place of the caller's only on success. */
+        _cleanup_free_ TaskFacts *t = malloc(sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        int k = task_facts_read_stat(r->procfs_root, tgid, tid, t);
+        if (k < 0)
+                return k;
+
+        k = read_task_file(r->procfs_root, tgid, tid, "schedstat", buf, sizeof(buf));
+        if (k >= 0)
+                k = parse_schedstat(buf, t);
+        if (k >= 0)
+                k = read_task_file(r->procfs_root, tgid, tid, "status", buf, sizeof(buf));
+        if (k >= 0)
+                k = parse_status(buf, tgid, t);
+        if (k >= 0)
+                k = read_cgroup_facts(r, t);
+        if (k < 0)
+                return k == -EFBIG ? -EINVAL : k;
+        task_exe(r, t);
+        memcpy(ret, t, sizeof(*t));
+        return 0;
+}
+
+bool task_facts_is(const TaskFacts *t, const TaskId *id) {
+        return t->id.tid == id->tid && t->id.start_time == id->start_time;
+}
+
+bool task_facts_is_realtime(const TaskFacts *t) {
+        return t->policy == SCHED_FIFO || t->policy == SCHED_RR || t->policy == SCHED_DEADLINE;
+}
+
+TaskOwner task_facts_owner(const TaskFacts *t, pid_t self_pid) {
+        if (t->flags & PF_KTHREAD_FLAG || t->id.tid == 2 || t->ppid == 2)
+                return TASK_OWNER_KTHREAD;
+        if (t->tgid == 1 || t->id.tid == 1)
+                return TASK_OWNER_INIT;
+        if (t->tgid == self_pid)
+                return TASK_OWNER_SELF;
+        if (task_facts_is_realtime(t))
+                return TASK_OWNER_RT;
+        return TASK_OWNER_PLACED;
+}
+
+const char *task_owner_to_string(TaskOwner o) {
+        static const char *const names[] = {
+                [TASK_OWNER_PLACED] = "placed", [TASK_OWNER_KTHREAD] = "kernel-thread",
+                [TASK_OWNER_INIT] = "init",     [TASK_OWNER_SELF] = "placed-itself",
+                [TASK_OWNER_RT] = "realtime",
+        };
+        return (unsigned)o < ELEMENTSOF(names) ? names[o] : "unknown";
+}
