@@ -91,17 +91,6 @@ const Rule *rules_match(const RuleSet *set, const RuleSubject *s) {
         return NULL;
 }
 
-unsigned rules_needs(const RuleSet *set) {
-        unsigned needs = 0;
-        for (unsigned i = 0; set && i < set->n_rules; i++) {
-                if (set->rules[i].exe)
-                        needs |= RULE_NEEDS_EXE;
-                if (set->rules[i].cgroup || set->rules[i].unit)
-                        needs |= RULE_NEEDS_CGROUP;
-        }
-        return needs;
-}
-
 /* ---- Groups ---- */
 
 void rules_group_decide(const RuleSet *set, const Rule *const *matched, unsigned n,

@@ -78,12 +78,6 @@ typedef struct GroupRule {
         bool has_partner_group;      /* ... when one matched the partner rule */
 } GroupRule;
 
-/* Which facts the rules look at, so a reader skips what none needs. */
-typedef enum RuleNeeds {
-        RULE_NEEDS_EXE = 1 << 0,
-        RULE_NEEDS_CGROUP = 1 << 1, /* cgroup= or unit= (the unit comes from the cgroup) */
-} RuleNeeds;
-
 /* Return: "ignore", "latency-critical", "never-pack", "pack-with", "none"; NULL out of range. */
 const char *rule_action_to_string(RuleAction a);
 /* Return: the action, or -EINVAL. */
@@ -97,9 +91,6 @@ bool rule_match(const Rule *r, const RuleSubject *s);
 
 /* rules_match() - the first rule of set that matches s, or NULL. */
 const Rule *rules_match(const RuleSet *set, const RuleSubject *s);
-
-/* Return: a mask of RuleNeeds. */
-unsigned rules_needs(const RuleSet *set);
 
 /*
  * rules_group_decide() - a group's decision from the rule each member

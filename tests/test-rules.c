@@ -79,9 +79,6 @@ static void test_first_rule_wins(void **state) {
         assert_ptr_equal(rules_match(&set, &xy), &v[0]);
         assert_ptr_equal(rules_match(&set, &z), &v[2]);
         assert_null(rules_match(&set, &unknown));
-        assert_int_equal(rules_needs(&set), RULE_NEEDS_CGROUP);
-        v[1].exe = (char *)"/bin/*";
-        assert_int_equal(rules_needs(&set), RULE_NEEDS_CGROUP | RULE_NEEDS_EXE);
 }
 
 /* ignore > never-pack > latency-critical > pack-with; then the earlier rule. */
