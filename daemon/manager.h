@@ -79,6 +79,14 @@ typedef struct Manager {
         uint64_t last_tick_cost_usec; /* how long the last tick took */
         uint64_t n_reloads;
         uint64_t n_placement_changes;
+
+        /* Counters for the metrics (metrics.c): monotonic for the life of the process. */
+        uint64_t n_trials_started;
+        uint64_t n_trial_verdicts[_TRIAL_VERDICT_MAX]; /* trials ended, by verdict */
+        double energy_active_cpu_seconds;              /* the energy estimate summed over time */
+        uint64_t start_realtime_usec;                  /* CLOCK_REALTIME at start */
+        uint64_t last_tick_realtime_usec;
+        int metrics_textfile_error; /* the last write's error, 0 ok: logged when it changes */
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
@@ -129,6 +137,13 @@ int manager_release_owner(Manager *m, const char *owner);
  * Return: 0, or negative errno if some value could not be restored.
  */
 int manager_restore(Manager *m);
+
+/*
+ * Why the active profile is in force, in one word for status and metrics:
+ * "hold" (a client holds it), "selected" (--profile or SetProfile), "config"
+ * (the configured default).
+ */
+const char *manager_profile_source(const Manager *m);
 
 /* "enforce" or "advise" */
 const char *manager_mode_to_string(ManagerMode mode);

@@ -38,6 +38,7 @@ enum {
 typedef struct Args {
         const char *address; /* NULL: PLACED_BUS_ADDRESS, else the system bus */
         const char *reason;  /* hold --reason */
+        const char *format;  /* metrics --format; NULL: OpenMetrics */
         bool json;
         bool dot;
 } Args;
@@ -81,6 +82,8 @@ static void help(void) {
                "  graph [--dot|--json]      The wake graph, for Graphviz (dot -Tsvg) or as JSON\n"
                "  snapshot [FILE]           What the last decision was made from (JSON), for\n"
                "                            \"placed --plan --snapshot FILE\" or a bug report\n"
+               "  metrics                   The metrics for Prometheus, in the OpenMetrics text\n"
+               "                            format (--format prometheus: text format 0.0.4)\n"
                "  reload                    Re-read the configuration and profiles\n"
                "  restore                   Undo every change and switch to advise mode\n"
                "  hold PROFILE -- COMMAND [ARG...]\n"
@@ -91,6 +94,7 @@ static void help(void) {
                "                            \"session\" [$PLACED_BUS_ADDRESS, else system]\n"
                "  -j --json                 Print JSON (status, profile, groups, explain, graph)\n"
                "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
+               "  -F --format FORMAT        metrics: openmetrics (default) or prometheus\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
                "\n"
@@ -907,6 +911,31 @@ static int verb_snapshot(sd_bus *bus, int argc, char **argv) {
         return EXIT_OK;
 }
 
+/* Prints the metrics text as placed formats it (the one formatter is the daemon's). */
+static int verb_metrics(sd_bus *bus, const Args *a, int argc, char **argv) {
+        sd_bus_message *reply = NULL;
+        const char *format = a->format ? a->format : "openmetrics", *text;
+
+        if (strcmp(format, "openmetrics") != 0 && strcmp(format, "prometheus") != 0)
+                return usage_error("unknown metrics format \"%s\" (openmetrics or prometheus).",
+                                   format);
+        int r = call(bus, "Metrics", &reply, "s", format);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &text);
+        if (r < 0) {
+                sd_bus_message_unref(reply);
+                return parse_error(r);
+        }
+        fputs(text, stdout);
+        sd_bus_message_unref(reply);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "placectl: writing the metrics failed: %s\n", strerror(errno));
+                return EXIT_DAEMON;
+        }
+        return EXIT_OK;
+}
+
 static int verb_explain(sd_bus *bus, const Args *a, const char *arg) {
         sd_bus_message *reply = NULL;
         const char *text;
@@ -1042,7 +1071,7 @@ static const Verb verbs[] = {
         { "groups", 0, 0, run_groups }, { "explain", 1, 1, run_explain },
         { "graph", 0, -1, verb_graph }, { "snapshot", 0, -1, run_snapshot },
         { "reload", 0, 0, run_reload }, { "restore", 0, 0, run_restore },
-        { "hold", 0, -1, verb_hold },
+        { "hold", 0, -1, verb_hold },   { "metrics", 0, 0, verb_metrics },
 };
 
 static const Verb *verb_find(const char *name) {
@@ -1053,13 +1082,10 @@ static const Verb *verb_find(const char *name) {
 }
 
 static const struct option options[] = {
-        { "address", required_argument, NULL, 'a' },
-        { "json", no_argument, NULL, 'j' },
-        { "reason", required_argument, NULL, 'r' },
-        { "dot", no_argument, NULL, 'D' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        {},
+        { "address", required_argument, NULL, 'a' }, { "json", no_argument, NULL, 'j' },
+        { "reason", required_argument, NULL, 'r' },  { "format", required_argument, NULL, 'F' },
+        { "dot", no_argument, NULL, 'D' },           { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },       {},
 };
 
 int main(int argc, char *argv[]) {
@@ -1067,7 +1093,7 @@ int main(int argc, char *argv[]) {
         sd_bus *bus = NULL;
         int c;
 
-        while ((c = getopt_long(argc, argv, "a:jr:h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "a:jr:F:h", options, NULL)) >= 0)
                 switch (c) {
                 case 'a':
                         a.address = optarg;
@@ -1077,6 +1103,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'r':
                         a.reason = optarg;
+                        break;
+                case 'F':
+                        a.format = optarg;
                         break;
                 case 'D':
                         a.dot = true;
@@ -1101,6 +1130,8 @@ int main(int argc, char *argv[]) {
         const Verb *v = verb_find(verb);
         if (!v)
                 return usage_error("unknown command \"%s\".", verb);
+        if (a.format && strcmp(verb, "metrics") != 0)
+                return usage_error("--format applies to metrics only, not to %s.", verb);
         if (nargs < v->min_args)
                 return usage_error("%s needs %s.", verb,
                                    strcmp(verb, "explain") == 0 ? "exactly one TID"
