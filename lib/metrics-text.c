@@ -118,7 +118,7 @@ static void write_value(FILE *f, double v) {
         else if (v == floor(v) && fabs(v) < 1e15)
                 fprintf(f, "%.0f", v);
         else
-                fprintf(f, "%.10g", v);
+                fprintf(f, "%.15g", v); /* a timestamp keeps its fraction */
 }
 
 /*
@@ -327,10 +327,15 @@ static int textfile_open_dir(const char *path, int *ret_fd, const char **ret_bas
         if (!dir)
                 return -ENOMEM;
 
-        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno(); /* -ELOOP: a symbolic link; -ENOTDIR */
         struct stat st;
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                int r = negative_errno();
+                /* O_DIRECTORY reports a link as "not a directory": say what it is */
+                if (r == -ENOTDIR && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+                        return -ELOOP;
+                return r;
+        }
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         /* Anyone who may write there could swap the file; sticky (/tmp) stops that. */
