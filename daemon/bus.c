@@ -102,7 +102,6 @@
 #include "idle.h"
 #include "log.h"
 #include "loop.h"
-#include "metrics.h"
 #include "wake-graph.h"
 
 #define BUS_ERROR_UNKNOWN_PROFILE "org.placed1.Error.UnknownProfile"
@@ -529,7 +528,7 @@ static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *err
                                          name);
         if (!m->pipeline || !m->profile)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "placed is not running yet.");
-        r = metrics_text(m, format, &text, &len);
+        r = manager_metrics_text(m, format, &text, &len);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot format the metrics: %m");
         return sd_bus_reply_method_return(msg, "s", text);

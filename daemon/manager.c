@@ -25,7 +25,6 @@
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
-#include "metrics.h"
 #include "pipeline.h"
 #include "policy.h"
 #include "wake-graph.h"
@@ -327,7 +326,7 @@ void manager_tick(Manager *m) {
         m->last_tick_realtime_usec = now_usec(CLOCK_REALTIME);
         m->last_tick_cost_usec = now_usec(CLOCK_MONOTONIC) - start;
         manager_notify_status(m);
-        metrics_tick(m);
+        manager_metrics_tick(m);
 }
 
 int manager_reload(Manager *m, char **err) {

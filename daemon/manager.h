@@ -15,6 +15,7 @@
 #include "energy.h"
 #include "group.h"
 #include "idle.h"
+#include "metrics-text.h"
 #include "policy.h"
 #include "topology.h"
 #include "wake-graph.h"
@@ -166,6 +167,17 @@ double manager_sampler_ns_per_wakeup(const Manager *m);
 /* Return: the last tick's decision for group id (placement, reason, trial), or NULL. */
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id);
 const Group *manager_find_group(const Manager *m, pid_t tid);
+
+/*
+ * The metrics (manager-metrics.c). manager_metrics_text(): those of the last
+ * tick in format; Return: 0 and *ret (malloc'd) and *ret_len, -EINVAL for an
+ * unknown format, -ENOMEM. manager_metrics_tick(): after a tick, write
+ * [metrics] textfile (Prometheus text format) on the first tick and every
+ * [metrics] every_ticks after it; an error is logged when it first happens
+ * and when it clears, not every tick.
+ */
+int manager_metrics_text(const Manager *m, MetricsFormat format, char **ret, size_t *ret_len);
+void manager_metrics_tick(Manager *m);
 
 /*
  * manager_explain() - a sentence or two on why tid is where it is.

@@ -190,8 +190,8 @@ static const Family fam_reloads = { "placed_reloads", FAMILY_COUNTER, NULL,
                                     "Successful configuration reloads" };
 static const Family fam_tick_cost = { "placed_tick_duration_seconds", FAMILY_GAUGE, "seconds",
                                       "How long the last tick took" };
-static const Family fam_tick_time = { "placed_last_tick_timestamp_seconds", FAMILY_GAUGE,
-                                      "seconds", "When the last tick ran, since the Unix epoch" };
+static const Family fam_tick_time = { "placed_last_tick_timestamp_seconds", FAMILY_GAUGE, "seconds",
+                                      "When the last tick ran, since the Unix epoch" };
 static const Family fam_busy = { "placed_cpu_busy_ratio", FAMILY_GAUGE, "ratio",
                                  "Share of the last tick each CPU was busy (/proc/stat)" };
 static const Family fam_residency = { "placed_cpu_idle_residency_ratio", FAMILY_GAUGE, "ratio",
@@ -222,8 +222,7 @@ static void write_state(Writer *w, const MetricsFigures *f) {
         sample(w, &fam_changes, U(f->placement_changes), NULL);
         sample(w, &fam_trials, U(f->trials_started), NULL);
         sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_KEPT]), "verdict", "kept", NULL);
-        sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_REVERTED]), "verdict", "reverted",
-               NULL);
+        sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_REVERTED]), "verdict", "reverted", NULL);
         sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_NONE]), "verdict", "cut_short", NULL);
 }
 

@@ -45,9 +45,9 @@ typedef struct MetricsCpu {
 /* Everything the metrics say, as plain figures. Strings are borrowed. */
 typedef struct MetricsFigures {
         const char *version;
-        const char *mode;        /* "enforce", "advise" */
-        const char *wake_source; /* "bpf", "perf", "replay", "none" */
-        const char *profile;     /* active profile */
+        const char *mode;           /* "enforce", "advise" */
+        const char *wake_source;    /* "bpf", "perf", "replay", "none" */
+        const char *profile;        /* active profile */
         const char *profile_source; /* why it is in force ("hold", "selected", "config") */
         unsigned n_holds;
 
@@ -72,8 +72,8 @@ typedef struct MetricsFigures {
         const MetricsCpu *cpus; /* CPUs with figures for the last tick */
         unsigned n_cpus;
 
-        bool have_energy;          /* an estimate was made (after the second tick) */
-        double energy_active_cpus; /* the last tick's estimate (active-CPU equivalents) */
+        bool have_energy;                 /* an estimate was made (after the second tick) */
+        double energy_active_cpus;        /* the last tick's estimate (active-CPU equivalents) */
         double energy_active_cpu_seconds; /* its integral over time since start */
         double rapl_watts;                /* < 0: no RAPL */
 } MetricsFigures;
@@ -85,8 +85,7 @@ typedef struct MetricsFigures {
  * Return: 0 and *ret (malloc'd, NUL-terminated) and *ret_len; -EINVAL for
  * an unknown format; -ENOMEM.
  */
-int metrics_text_format(const MetricsFigures *f, MetricsFormat format, char **ret,
-                        size_t *ret_len);
+int metrics_text_format(const MetricsFigures *f, MetricsFormat format, char **ret, size_t *ret_len);
 
 /*
  * metrics_textfile_write() - replace path with text atomically: the text is
@@ -113,5 +112,4 @@ const char *metrics_textfile_strerror(int r);
  * getrusage()) and resident set (PROCFS_ROOT/self/statm).
  * Return: 0, or negative errno (then *ret_rss_bytes is 0).
  */
-int metrics_read_process(const char *procfs_root, double *ret_cpu_seconds,
-                         uint64_t *ret_rss_bytes);
+int metrics_read_process(const char *procfs_root, double *ret_cpu_seconds, uint64_t *ret_rss_bytes);

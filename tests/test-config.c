@@ -322,10 +322,10 @@ static void uncomment_file(const char *src, const char *dst, const char *const *
 }
 
 static void test_shipped_files_uncommented(void **state) {
-        static const char *const daemon_keys[] = {
-                "profile", "interval_ms", "dry_run",  "journal_dir", "wake_source", "sample_period",
-                "comm",    "cgroup",      "textfile", "every_ticks", NULL
-        };
+        static const char *const daemon_keys[] = { "profile",     "interval_ms", "dry_run",
+                                                   "journal_dir", "wake_source", "sample_period",
+                                                   "comm",        "cgroup",      "textfile",
+                                                   "every_ticks", NULL };
         static const char *const profile_keys[] = { "description",
                                                     "placement", /* [pair], [fanout], [mesh] */
                                                     "max_overlap_pct",
@@ -523,8 +523,8 @@ static const ErrorCase error_cases[] = {
           "\"system.slice\": a cgroup path prefix starts with '/'" },
         { "relative textfile", "main", "[metrics]\ntextfile = placed.prom\n", -EINVAL, 2,
           "invalid [metrics] textfile \"placed.prom\": not an absolute path" },
-        { "textfile names a directory", "main", "[metrics]\n\ntextfile = /var/lib/prom/\n",
-          -EINVAL, 3, "invalid [metrics] textfile \"/var/lib/prom/\": names a directory" },
+        { "textfile names a directory", "main", "[metrics]\n\ntextfile = /var/lib/prom/\n", -EINVAL,
+          3, "invalid [metrics] textfile \"/var/lib/prom/\": names a directory" },
         { "textfile is ..", "main", "[metrics]\ntextfile = /var/lib/..\n", -EINVAL, 2,
           "names a directory" },
         { "every_ticks 0", "main", "[metrics]\nevery_ticks = 0\n", -EINVAL, 2,

@@ -29,8 +29,11 @@ static MetricsCpu test_cpus[2];
 /* Figures of a made-up machine: two CPUs, the first with two idle states. */
 static MetricsFigures figures(void) {
         memset(test_cpus, 0, sizeof(test_cpus));
-        test_cpus[0] = (MetricsCpu){ .cpu = 0, .busy_ratio = 0.25, .n_states = 2,
-                                     .state_ratio = { 0.125, 0.5 }, .other_idle_ratio = 0.125 };
+        test_cpus[0] = (MetricsCpu){ .cpu = 0,
+                                     .busy_ratio = 0.25,
+                                     .n_states = 2,
+                                     .state_ratio = { 0.125, 0.5 },
+                                     .other_idle_ratio = 0.125 };
         snprintf(test_cpus[0].state_names[0], IDLE_NAME_MAX, "POLL");
         snprintf(test_cpus[0].state_names[1], IDLE_NAME_MAX, "haltpoll \"deep\"\\x\ny");
         test_cpus[1] = (MetricsCpu){ .cpu = 3, .busy_ratio = 1, .other_idle_ratio = 0 };

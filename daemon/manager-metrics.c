@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The metrics of a running placed (see metrics.h). Everything is read from
+ * The manager's metrics: manager_metrics_text() for the Metrics() D-Bus
+ * method (placectl metrics), manager_metrics_tick() for the [metrics]
+ * textfile node_exporter reads. Part of the manager (declared in manager.h),
+ * in a file of its own as the bus object is. Everything is read from
  * the manager's state of the last tick, gathered into a MetricsFigures and
  * formatted by lib/metrics-text.c: one place builds the text, whether it
  * goes over D-Bus or into the textfile.
@@ -11,9 +14,10 @@
  * says: that option points the task readers at a tree of another machine,
  * but placed's own process is only ever in this one.
  */
-#include "metrics.h"
+#include "manager.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +103,7 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
         f->energy_active_cpus = energy.ace;
 }
 
-int metrics_text(const Manager *m, MetricsFormat format, char **ret, size_t *ret_len) {
+int manager_metrics_text(const Manager *m, MetricsFormat format, char **ret, size_t *ret_len) {
         _cleanup_free_ MetricsCpu *cpus = NULL;
         MetricsFigures f;
 
@@ -126,7 +130,7 @@ static void metrics_log_textfile_error(const char *path, int r) {
                                 path);
 }
 
-void metrics_tick(Manager *m) {
+void manager_metrics_tick(Manager *m) {
         const char *path = m->config.metrics_textfile;
         unsigned every = m->config.metrics_every_ticks ? m->config.metrics_every_ticks : 1;
         _cleanup_free_ char *text = NULL;
@@ -134,7 +138,7 @@ void metrics_tick(Manager *m) {
 
         if (path[0] == '\0' || (m->n_ticks - 1) % every != 0)
                 return;
-        int r = metrics_text(m, METRICS_FORMAT_PROMETHEUS, &text, &len);
+        int r = manager_metrics_text(m, METRICS_FORMAT_PROMETHEUS, &text, &len);
         if (r >= 0)
                 r = metrics_textfile_write(path, text, len);
         if (r < 0 && r != m->metrics_textfile_error)
