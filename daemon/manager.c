@@ -370,6 +370,7 @@ int manager_reload(Manager *m, char **err) {
         }
 
         m->n_reloads++;
+        m->metrics_textfile_error = 0; /* maybe another file now: say again what fails */
         bus_emit_properties_changed(m, "ActiveProfile", "Profiles", "Reloads", NULL);
         sd_notify(0, "READY=1");
         manager_notify_status(m);

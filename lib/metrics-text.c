@@ -27,6 +27,9 @@
  * OpenMetrics too). The Prometheus dialect ends with "# EOF" as well: a
  * comment there, it lets a reader of the textfile see that it is whole.
  *
+ * HELP texts hold no double quote: OpenMetrics wants it escaped there, the
+ * 0.0.4 format refuses the escape.
+ *
  * Families without samples are left out (0.0.4 parsers warn about a HELP
  * with nothing under it); counters come from the daemon, which keeps them
  * across ticks and reloads, so they never go down while placed runs.
@@ -159,8 +162,8 @@ static const Family fam_profile = { "placed_profile_info", FAMILY_GAUGE, NULL,
 static const Family fam_holds = { "placed_profile_holds", FAMILY_GAUGE, NULL,
                                   "Profile holds in force" };
 static const Family fam_groups = { "placed_groups", FAMILY_GAUGE, NULL,
-                                   "Task groups of the last tick by class, placed by placed "
-                                   "(managed=\"true\") or left to the kernel" };
+                                   "Task groups of the last tick by class; managed: placed by "
+                                   "placed (true) or left to the kernel (false)" };
 static const Family fam_changes = { "placed_placement_changes", FAMILY_COUNTER, NULL,
                                     "Groups placed, moved or handed back (advised in advise "
                                     "mode)" };
@@ -196,7 +199,7 @@ static const Family fam_busy = { "placed_cpu_busy_ratio", FAMILY_GAUGE, "ratio",
                                  "Share of the last tick each CPU was busy (/proc/stat)" };
 static const Family fam_residency = { "placed_cpu_idle_residency_ratio", FAMILY_GAUGE, "ratio",
                                       "Share of the last tick each CPU spent in each idle state; "
-                                      "state=\"none\": idle outside any cpuidle state (all idle "
+                                      "state none: idle outside any cpuidle state (all idle "
                                       "time without a cpuidle driver)" };
 static const Family fam_energy = { "placed_energy_estimate_active_cpus", FAMILY_GAUGE, NULL,
                                    "Estimated power of the last tick in active-CPU equivalents "

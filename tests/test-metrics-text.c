@@ -173,6 +173,12 @@ static void test_samples(void **state) {
         assert_line(text, "placed_energy_estimate_active_cpus 1.375");
         assert_line(text, "placed_energy_estimate_active_cpu_seconds_total 57.75");
         assert_no_line_with(text, "placed_rapl_power_watts"); /* no RAPL */
+        /* no quote in a HELP text: the two formats escape it differently */
+        for (const char *p = strstr(text, "# HELP "); p; p = strstr(p + 1, "# HELP ")) {
+                size_t n = strcspn(p, "\n");
+                if (memchr(p, '"', n))
+                        fail_msg("a quote in \"%.*s\"", (int)n, p);
+        }
         /* the end, once */
         size_t len = strlen(text);
         assert_true(len > 6 && strcmp(text + len - 6, "# EOF\n") == 0);
