@@ -81,7 +81,7 @@ typedef struct Manager {
         uint64_t n_reloads;
         uint64_t n_placement_changes;
 
-        /* Counters for the metrics (metrics.c): monotonic for the life of the process. */
+        /* Counters for the metrics (manager-metrics.c): monotonic for the life of the process. */
         uint64_t n_trials_started;
         uint64_t n_trial_verdicts[_TRIAL_VERDICT_MAX]; /* trials ended, by verdict */
         double energy_active_cpu_seconds;              /* the energy estimate summed over time */
