@@ -60,6 +60,10 @@
  *                     of idle time, number of states (0 without a cpuidle
  *                     driver), and per state name, residency fraction of the
  *                     tick, exit latency (us)
+ *     Metrics(s format) -> s  the metrics of the last tick as text, in format
+ *                     "openmetrics" (or "": OpenMetrics 1.0) or "prometheus"
+ *                     (text format 0.0.4, as the [metrics] textfile); names
+ *                     in placectl(1)
  *     HoldProfile(s profile, s reason) -> u cookie   UnknownProfile, TooManyHolds
  *     ReleaseProfile(u cookie)                  UnknownHold
  *
@@ -501,6 +505,29 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return r;
 }
 
+static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *text = NULL;
+        const char *name;
+        size_t len;
+
+        int r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        int format = name[0] ? metrics_format_from_string(name) : METRICS_FORMAT_OPENMETRICS;
+        if (format < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown metrics format \"%s\" (openmetrics or "
+                                         "prometheus).",
+                                         name);
+        if (!m->pipeline || !m->profile)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "placed is not running yet.");
+        r = manager_metrics_text(m, format, &text, &len);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot format the metrics: %m");
+        return sd_bus_reply_method_return(msg, "s", text);
+}
+
 /* The holds owner has: each client may hold only a few, so none can take them all. */
 static unsigned bus_count_holds(const Manager *m, const char *owner) {
         unsigned n = 0;
@@ -711,6 +738,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CpuStats", "", , PLACED_SIG_CPU_STATS, SD_BUS_PARAM(cpus),
                                  method_cpu_stats, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Metrics", "s", SD_BUS_PARAM(format), "s", SD_BUS_PARAM(text),
+                                 method_metrics, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("HoldProfile", "ss", SD_BUS_PARAM(profile) SD_BUS_PARAM(reason),
                                  "u", SD_BUS_PARAM(cookie), method_hold_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),

@@ -38,6 +38,12 @@ static uint64_t now_usec(clockid_t clock) {
         return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
 }
 
+const char *manager_profile_source(const Manager *m) {
+        if (m->n_holds > 0)
+                return "hold";
+        return m->profile_chosen ? "selected" : "config";
+}
+
 const char *manager_mode_to_string(ManagerMode mode) {
         return mode == MANAGER_ADVISE ? "advise" : "enforce";
 }
@@ -216,6 +222,7 @@ int manager_start(Manager *m) {
         int r;
 
         m->start_usec = now_usec(CLOCK_MONOTONIC);
+        m->start_realtime_usec = now_usec(CLOCK_REALTIME);
 
         r = manager_load_config(m, &m->config, NULL);
         if (r < 0)
@@ -288,6 +295,9 @@ static void manager_publish(Manager *m, TickResult *res) {
         group_array_free(m->groups, m->n_groups);
         m->groups = TAKE_PTR(res->groups);
         m->n_groups = res->n_groups;
+        m->n_trials_started += res->trials_started;
+        for (int v = 0; v < _TRIAL_VERDICT_MAX; v++)
+                m->n_trial_verdicts[v] += res->trial_verdicts[v];
         if (res->placement_changes > 0) {
                 m->n_placement_changes += res->placement_changes;
                 bus_emit_placement_changed(m);
@@ -303,10 +313,20 @@ void manager_tick(Manager *m) {
         if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, &res) >= 0)
                 manager_publish(m, &res);
 
+        /* The estimate covers the time since the last tick's sample. */
+        EnergyEstimate energy;
+        double rapl_watts;
+        manager_energy(m, &energy, &rapl_watts);
+        if (m->n_ticks > 0 && energy.n_cpus > 0)
+                m->energy_active_cpu_seconds +=
+                        energy.ace * (double)(start - m->last_tick_usec) / USEC_PER_SEC;
+
         m->n_ticks++;
         m->last_tick_usec = start;
+        m->last_tick_realtime_usec = now_usec(CLOCK_REALTIME);
         m->last_tick_cost_usec = now_usec(CLOCK_MONOTONIC) - start;
         manager_notify_status(m);
+        manager_metrics_tick(m);
 }
 
 int manager_reload(Manager *m, char **err) {
@@ -350,6 +370,7 @@ int manager_reload(Manager *m, char **err) {
         }
 
         m->n_reloads++;
+        m->metrics_textfile_error = 0; /* maybe another file now: say again what fails */
         bus_emit_properties_changed(m, "ActiveProfile", "Profiles", "Reloads", NULL);
         sd_notify(0, "READY=1");
         manager_notify_status(m);

@@ -15,6 +15,7 @@
 #include "energy.h"
 #include "group.h"
 #include "idle.h"
+#include "metrics-text.h"
 #include "policy.h"
 #include "topology.h"
 #include "wake-graph.h"
@@ -79,6 +80,14 @@ typedef struct Manager {
         uint64_t last_tick_cost_usec; /* how long the last tick took */
         uint64_t n_reloads;
         uint64_t n_placement_changes;
+
+        /* Counters for the metrics (manager-metrics.c): monotonic for the life of the process. */
+        uint64_t n_trials_started;
+        uint64_t n_trial_verdicts[_TRIAL_VERDICT_MAX]; /* trials ended, by verdict */
+        double energy_active_cpu_seconds;              /* the energy estimate summed over time */
+        uint64_t start_realtime_usec;                  /* CLOCK_REALTIME at start */
+        uint64_t last_tick_realtime_usec;
+        int metrics_textfile_error; /* the last write's error, 0 ok: logged when it changes */
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
@@ -130,6 +139,13 @@ int manager_release_owner(Manager *m, const char *owner);
  */
 int manager_restore(Manager *m);
 
+/*
+ * Why the active profile is in force, in one word for status and metrics:
+ * "hold" (a client holds it), "selected" (--profile or SetProfile), "config"
+ * (the configured default).
+ */
+const char *manager_profile_source(const Manager *m);
+
 /* "enforce" or "advise" */
 const char *manager_mode_to_string(ManagerMode mode);
 
@@ -151,6 +167,17 @@ double manager_sampler_ns_per_wakeup(const Manager *m);
 /* Return: the last tick's decision for group id (placement, reason, trial), or NULL. */
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id);
 const Group *manager_find_group(const Manager *m, pid_t tid);
+
+/*
+ * The metrics (manager-metrics.c). manager_metrics_text(): those of the last
+ * tick in format; Return: 0 and *ret (malloc'd) and *ret_len, -EINVAL for an
+ * unknown format, -ENOMEM. manager_metrics_tick(): after a tick, write
+ * [metrics] textfile (Prometheus text format) on the first tick and every
+ * [metrics] every_ticks after it; an error is logged when it first happens
+ * and when it clears, not every tick.
+ */
+int manager_metrics_text(const Manager *m, MetricsFormat format, char **ret, size_t *ret_len);
+void manager_metrics_tick(Manager *m);
 
 /*
  * manager_explain() - a sentence or two on why tid is where it is.

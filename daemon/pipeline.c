@@ -779,6 +779,22 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
         return changes;
 }
 
+/* Counts the trials that started and ended between the last plan and this one. */
+static void pipeline_count_trials(const Plan *old_plan, const Plan *plan, TickResult *ret) {
+        for (unsigned i = 0; i < plan->n_groups; i++) {
+                const PlanGroup *pg = &plan->groups[i];
+                const PlanGroup *old = old_plan ? plan_find_group(old_plan, pg->id) : NULL;
+                TrialVerdict was = old ? old->trial.verdict : TRIAL_NONE, is = pg->trial.verdict;
+
+                if (was == is)
+                        continue;
+                if (is == TRIAL_RUNNING)
+                        ret->trials_started++;
+                else if (was == TRIAL_RUNNING)
+                        ret->trial_verdicts[is]++;
+        }
+}
+
 /* Keeps the plan for the next tick, and gives each placed group the CPUs it got. */
 static void pipeline_result(Pipeline *p, const PipelineEnv *env, Group *groups, unsigned n,
                             Plan *plan, unsigned changes, TickResult *ret) {
@@ -787,10 +803,11 @@ static void pipeline_result(Pipeline *p, const PipelineEnv *env, Group *groups, 
                 if (pg && pg->managed)
                         groups[i].cpus = pg->cpus;
         }
+        *ret = (TickResult){ .groups = groups, .n_groups = n, .placement_changes = changes };
+        pipeline_count_trials(p->plan, plan, ret);
         plan_free(p->plan);
         p->plan = plan;
         snprintf(p->plan_profile, sizeof(p->plan_profile), "%s", env->profile->name);
-        *ret = (TickResult){ .groups = groups, .n_groups = n, .placement_changes = changes };
 }
 
 int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResult *ret) {

@@ -39,6 +39,10 @@ typedef struct TickResult {
         Group *groups; /* with their allowed CPUs as placed this tick */
         unsigned n_groups;
         unsigned placement_changes; /* groups placed, moved or handed back */
+        unsigned trials_started;    /* placements put on trial this tick */
+        /* Trials that ended this tick, by the verdict they ended in (TRIAL_KEPT,
+         * TRIAL_REVERTED; TRIAL_NONE: cut short). */
+        unsigned trial_verdicts[_TRIAL_VERDICT_MAX];
 } TickResult;
 
 /*

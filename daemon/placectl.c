@@ -43,6 +43,8 @@ static void help(void) {
                "                            --dot for Graphviz (dot -Tsvg), or as JSON\n"
                "  snapshot [FILE]           What the last decision was made from (JSON), for\n"
                "                            \"placed --plan --snapshot FILE\" or a bug report\n"
+               "  metrics                   The metrics for Prometheus, in the OpenMetrics text\n"
+               "                            format (--format prometheus: text format 0.0.4)\n"
                "  reload                    Re-read the configuration and profiles\n"
                "  restore                   Undo every change and switch to advise mode\n"
                "  hold PROFILE -- COMMAND [ARG...]\n"
@@ -54,6 +56,7 @@ static void help(void) {
                "  -j --json                 Print JSON (status, profile, groups, explain, graph)\n"
                "     --dot                  Print the wake graph as DOT (graph)\n"
                "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
+               "  -F --format FORMAT        metrics: openmetrics (default) or prometheus\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
                "\n"
@@ -166,6 +169,28 @@ static int verb_snapshot(sd_bus *bus, const Args *a, int argc, char **argv) {
         fprintf(f, "%s\n", json);
         if ((f == stdout ? fflush(f) : fclose(f)) != 0 || (f == stdout && ferror(f))) {
                 fprintf(stderr, "placectl: writing the snapshot failed: %s\n", strerror(errno));
+                return EXIT_DAEMON;
+        }
+        return EXIT_OK;
+}
+
+/* Prints the metrics text as placed formats it (the one formatter is the daemon's). */
+static int verb_metrics(sd_bus *bus, const Args *a, int argc, char **argv) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *format = a->format ? a->format : "openmetrics", *text;
+
+        if (strcmp(format, "openmetrics") != 0 && strcmp(format, "prometheus") != 0)
+                return usage_error("unknown metrics format \"%s\" (openmetrics or prometheus).",
+                                   format);
+        int r = pctl_call(bus, "Metrics", &reply, "s", format);
+        if (r != 0)
+                return r;
+        r = sd_bus_message_read(reply, "s", &text);
+        if (r < 0)
+                return pctl_parse_error(r);
+        fputs(text, stdout);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "placectl: writing the metrics failed: %s\n", strerror(errno));
                 return EXIT_DAEMON;
         }
         return EXIT_OK;
@@ -290,6 +315,7 @@ static const Verb verbs[] = {
         { "explain", 1, 1, "exactly one TID", "one argument", verb_explain },
         { "graph", 0, 0, NULL, "no argument", verb_graph },
         { "snapshot", 0, 1, NULL, "at most one FILE", verb_snapshot },
+        { "metrics", 0, 0, NULL, "no argument", verb_metrics },
         { "reload", 0, 0, NULL, "no argument", verb_reload },
         { "restore", 0, 0, NULL, "no argument", verb_restore },
         { "hold", 2, -1, "a PROFILE and a COMMAND (placectl hold PROFILE -- COMMAND [ARG...])",
@@ -314,23 +340,22 @@ static int verb_check(const Verb *v, const Args *a, int nargs, char **args) {
                 return usage_error("--dot is for graph only.");
         if (a->dot && a->json)
                 return usage_error("graph prints --dot or --json, not both.");
+        if (a->format && strcmp(v->name, "metrics") != 0)
+                return usage_error("--format applies to metrics only, not to %s.", v->name);
         return 0;
 }
 
 static const struct option options[] = {
-        { "address", required_argument, NULL, 'a' },
-        { "json", no_argument, NULL, 'j' },
-        { "reason", required_argument, NULL, 'r' },
-        { "dot", no_argument, NULL, 'D' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        {},
+        { "address", required_argument, NULL, 'a' }, { "json", no_argument, NULL, 'j' },
+        { "reason", required_argument, NULL, 'r' },  { "format", required_argument, NULL, 'F' },
+        { "dot", no_argument, NULL, 'D' },           { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },       {},
 };
 
 /* Return: -1 to go on, or the exit code (--help, --version, a bad option). */
 static int parse_options(int argc, char *argv[], Args *a) {
         int c;
-        while ((c = getopt_long(argc, argv, "a:jr:h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "a:jr:F:h", options, NULL)) >= 0)
                 switch (c) {
                 case 'a':
                         a->address = optarg;
@@ -340,6 +365,9 @@ static int parse_options(int argc, char *argv[], Args *a) {
                         break;
                 case 'r':
                         a->reason = optarg;
+                        break;
+                case 'F':
+                        a->format = optarg;
                         break;
                 case 'D':
                         a->dot = true;

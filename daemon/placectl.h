@@ -29,6 +29,7 @@ enum {
 typedef struct Args {
         const char *address; /* NULL: PLACED_BUS_ADDRESS, else the system bus */
         const char *reason;  /* hold --reason */
+        const char *format;  /* metrics --format; NULL: OpenMetrics */
         bool json;
         bool dot;
 } Args;

@@ -215,6 +215,8 @@ void config_defaults(Config *ret) {
         snprintf(ret->journal_dir, sizeof(ret->journal_dir), "%s", "/run/placed");
         ret->wake_source = WAKE_SOURCE_AUTO;
         ret->sample_period = 1;
+        ret->metrics_textfile[0] = '\0';
+        ret->metrics_every_ticks = 15;
 }
 
 static void strv_clear(char **v, unsigned *n) {
@@ -601,6 +603,36 @@ static int parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *val
         return parse_string(pf, item, value, field);
 }
 
+/*
+ * [metrics] textfile: empty for none, else an absolute path to a file (not a
+ * directory). node_exporter's textfile collector reads only *.prom files: any
+ * other name is accepted (another reader may want it) with a warning.
+ */
+static int parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value,
+                               void *field) {
+        if (value[0] == '\0') {
+                *(char *)field = '\0';
+                return 0;
+        }
+        int r = parse_abs_path(pf, item, value, field);
+        if (r < 0)
+                return r;
+        const char *base = strrchr(value, '/') + 1;
+        if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+                return pf_error(pf, "invalid [%s] %s \"%s\": names a directory, not a file",
+                                item->section, item->key, value);
+        if (strlen(base) > NAME_MAX - 5) /* the temporary file is ".NAME.tmp" */
+                return pf_error(pf, "invalid [%s] %s \"%s\": file name longer than %d characters",
+                                item->section, item->key, value, NAME_MAX - 5);
+        size_t len = strlen(base);
+        if (len < 5 || strcmp(base + len - 5, ".prom") != 0)
+                loader_diag(pf->loader, CONFIG_DIAG_WARNING,
+                            "%s:%u: [%s] %s \"%s\" does not end in \".prom\": node_exporter's "
+                            "textfile collector reads only *.prom files",
+                            pf->path, pf->lineno, item->section, item->key, value);
+        return 0;
+}
+
 static bool profile_name_is_valid(const char *name) {
         size_t len = strlen(name);
         return len > 0 && len < PROFILE_NAME_MAX &&
@@ -682,6 +714,8 @@ static const ConfigItem config_items[] = {
         ITEM_UINT("daemon", "sample_period", Config, sample_period, 1, 1000000),
         ITEM_LIST("exclude", "comm", exclude_comm, n_exclude_comm),
         ITEM_LIST("exclude", "cgroup", exclude_cgroup, n_exclude_cgroup),
+        ITEM_STR("metrics", "textfile", parse_textfile_path, Config, metrics_textfile),
+        ITEM_UINT("metrics", "every_ticks", Config, metrics_every_ticks, 1, 3600),
 };
 
 static const ConfigItem profile_items[] = {

@@ -23,6 +23,7 @@
 #define CONFIG_MAX_EXCLUDES 64
 #define CONFIG_MAX_PROFILES 32
 #define CONFIG_FILE_MAX     (1024 * 1024) /* bytes; a bigger file is refused */
+#define CONFIG_PATH_MAX     256
 
 /* Where a pair goes (see the profile table in docs/design.md). */
 typedef enum PairPlacement {
@@ -107,6 +108,10 @@ typedef struct Config {
         char journal_dir[256];
         WakeSourceKind wake_source;
         unsigned sample_period; /* perf fallback: one sample per N wakeups */
+
+        /* [metrics] */
+        char metrics_textfile[CONFIG_PATH_MAX]; /* "" = no textfile (the default) */
+        unsigned metrics_every_ticks;           /* write it on every Nth tick */
 
         /* [exclude] */
         char *exclude_comm[CONFIG_MAX_EXCLUDES]; /* fnmatch() globs on comm; owned */

@@ -166,6 +166,8 @@ static void assert_settings_equal(const Config *a, const Config *b) {
         assert_string_equal(a->journal_dir, b->journal_dir);
         assert_int_equal(a->wake_source, b->wake_source);
         assert_int_equal(a->sample_period, b->sample_period);
+        assert_string_equal(a->metrics_textfile, b->metrics_textfile);
+        assert_int_equal(a->metrics_every_ticks, b->metrics_every_ticks);
         assert_int_equal(a->n_exclude_comm, b->n_exclude_comm);
         for (unsigned i = 0; i < a->n_exclude_comm; i++)
                 assert_string_equal(a->exclude_comm[i], b->exclude_comm[i]);
@@ -201,6 +203,8 @@ static void test_defaults(void **state) {
         assert_string_equal(c.journal_dir, "/run/placed");
         assert_int_equal(c.wake_source, WAKE_SOURCE_AUTO);
         assert_int_equal(c.sample_period, 1);
+        assert_string_equal(c.metrics_textfile, "");
+        assert_int_equal(c.metrics_every_ticks, 15);
         assert_int_equal(c.n_exclude_comm, 0);
         assert_int_equal(c.n_exclude_cgroup, 0);
         assert_int_equal(c.n_profiles, 0);
@@ -323,7 +327,8 @@ static void uncomment_file(const char *src, const char *dst, const char *const *
 static void test_shipped_files_uncommented(void **state) {
         static const char *const daemon_keys[] = { "profile",     "interval_ms", "dry_run",
                                                    "journal_dir", "wake_source", "sample_period",
-                                                   "comm",        "cgroup",      NULL };
+                                                   "comm",        "cgroup",      "textfile",
+                                                   "every_ticks", NULL };
         static const char *const profile_keys[] = { "description",
                                                     "placement", /* [pair], [fanout], [mesh] */
                                                     "max_overlap_pct",
@@ -519,6 +524,16 @@ static const ErrorCase error_cases[] = {
           "not an absolute path" },
         { "cgroup without /", "main", "[exclude]\ncgroup = /ok.slice system.slice\n", -EINVAL, 2,
           "\"system.slice\": a cgroup path prefix starts with '/'" },
+        { "relative textfile", "main", "[metrics]\ntextfile = placed.prom\n", -EINVAL, 2,
+          "invalid [metrics] textfile \"placed.prom\": not an absolute path" },
+        { "textfile names a directory", "main", "[metrics]\n\ntextfile = /var/lib/prom/\n", -EINVAL,
+          3, "invalid [metrics] textfile \"/var/lib/prom/\": names a directory" },
+        { "textfile is ..", "main", "[metrics]\ntextfile = /var/lib/..\n", -EINVAL, 2,
+          "names a directory" },
+        { "every_ticks 0", "main", "[metrics]\nevery_ticks = 0\n", -EINVAL, 2,
+          "invalid [metrics] every_ticks \"0\": out of range 1..3600" },
+        { "every_ticks too big", "dropin", "[metrics]\nevery_ticks = 3601\n", -EINVAL, 2,
+          "out of range 1..3600" },
         { "bad profile name", "main", "[daemon]\nprofile = Fast!\n", -EINVAL, 2,
           "a profile name is" },
         { "unknown default profile", "main", "[daemon]\n\nprofile = nosuch\n", -ENOENT, 3,
@@ -653,6 +668,42 @@ static void test_unknown_keys(void **state) {
 
         assert_int_equal(c.interval_ms, 200); /* the rest still applies */
         assert_int_equal(config_find_profile(&c, "balanced")->pair_placement, PAIR_PLACEMENT_NONE);
+        config_done(&c);
+}
+
+/* [metrics]: a textfile node_exporter would not read is a warning with FILE:LINE, not an error. */
+static void test_metrics_keys(void **state) {
+        TestDir *t = *state;
+        Config c;
+        char want[PATH_MAX + 256];
+
+        write_file(t->root, "placed.conf",
+                   "[metrics]\ntextfile = /var/lib/prometheus/node-exporter/placed.prom\n"
+                   "every_ticks = 1\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        assert_string_equal(c.metrics_textfile, "/var/lib/prometheus/node-exporter/placed.prom");
+        assert_int_equal(c.metrics_every_ticks, 1);
+        config_done(&c);
+
+        make_dir(t->dropin_dir);
+        write_file(t->dropin_dir, "10-txt.conf", "[metrics]\n\ntextfile = /run/placed.txt\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n_errors, 0);
+        assert_int_equal(t->diags.n_warnings, 1);
+        xsprintf(want, sizeof(want),
+                 "%s/10-txt.conf:3: [metrics] textfile \"/run/placed.txt\" does not end in "
+                 "\".prom\": node_exporter's textfile collector reads only *.prom files",
+                 t->dropin_dir);
+        assert_string_equal(t->diags.msg[0], want);
+        assert_string_equal(c.metrics_textfile, "/run/placed.txt");
+        config_done(&c);
+        diags_clear(&t->diags);
+
+        /* an empty value turns the textfile off again */
+        write_file(t->dropin_dir, "20-off.conf", "[metrics]\ntextfile =\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_string_equal(c.metrics_textfile, "");
         config_done(&c);
 }
 
@@ -947,6 +998,7 @@ int main(void) {
                 T(test_errors),
                 T(test_no_profiles),
                 T(test_unknown_keys),
+                T(test_metrics_keys),
                 T(test_invalid_profile_name),
                 T(test_exclude_lists),
                 T(test_rules),

@@ -90,6 +90,17 @@ done < <(cd "$stage" && find . -type f | sed 's|^\.||')
 [ -f "$DBUS_POLICYDIR/org.placed1.conf" ] || fail "the D-Bus policy was not installed in $DBUS_POLICYDIR"
 ok "make install: ${#installed[@]} new files, ${#backups[@]} replaced (restored afterwards)"
 
+# The [metrics] textfile where Debian's node_exporter reads it (the unit lets
+# placed write there, and only there in /var); written on every tick.
+textdir=/var/lib/prometheus/node-exporter
+for d in /var/lib/prometheus $textdir; do
+    [ -d "$d" ] || { created_dirs+=("$d"); mkdir -m 755 "$d"; }
+done
+[ ! -e $textdir/placed.prom ] || fail "$textdir/placed.prom exists already"
+installed+=($textdir/placed.prom $textdir/.placed.prom.tmp /etc/placed/placed.conf.d/50-metrics-test.conf)
+printf '[metrics]\ntextfile = %s/placed.prom\nevery_ticks = 1\n' $textdir \
+    >/etc/placed/placed.conf.d/50-metrics-test.conf
+
 # --- 3. systemd as PID 1 of a namespace, private /tmp and /run
 ns_boot "$work/systemd.out" || { cat "$work/systemd.out"; fail "namespace systemd: '$ns_state'"; }
 ok "systemd is PID 1 of a namespace ($ns_state)"
@@ -109,6 +120,19 @@ got=$(in_ns busctl get-property org.placed1 /org/placed1 org.placed1.Manager Act
 in_ns $PREFIX/bin/placectl status >"$work/status" || fail "placectl status over the system bus"
 grep -q '^ *Profile: balanced' "$work/status" || fail "placectl status: $(cat "$work/status")"
 ok "busctl reads ActiveProfile ($got); placectl status works on the system bus"
+
+# --- 5b. the metrics: over the system bus, and the textfile through the sandbox
+in_ns $PREFIX/bin/placectl metrics >"$work/metrics" || fail "placectl metrics over the system bus"
+[ "$(tail -n 1 "$work/metrics")" = "# EOF" ] || fail "placectl metrics: $(tail -n 3 "$work/metrics")"
+for _ in $(seq 50); do [ -s $textdir/placed.prom ] && break; sleep 0.1; done
+[ -s $textdir/placed.prom ] || { in_ns journalctl -u placed --no-pager | tail -20; fail "no $textdir/placed.prom"; }
+[ "$(stat -c %a $textdir/placed.prom)" = 644 ] || fail "textfile mode $(stat -c %a $textdir/placed.prom) (UMask=0077)"
+grep -q '^placed_info{.*mode="enforce"' $textdir/placed.prom || fail "textfile: $(head -n 5 $textdir/placed.prom)"
+if command -v promtool >/dev/null; then
+    promtool check metrics <$textdir/placed.prom >"$work/promtool" 2>&1 && [ ! -s "$work/promtool" ] ||
+        fail "promtool on the service's textfile: $(cat "$work/promtool")"
+fi
+ok "metrics: placectl metrics on the system bus; the service writes $textdir/placed.prom (0644)"
 
 # --- 6. an unprivileged caller: reads, cannot change (bus policy + polkit)
 in_ns setpriv --reuid nobody --regid nogroup --clear-groups $PREFIX/bin/placectl status >/dev/null ||
@@ -165,7 +189,9 @@ done
 echo "$mi" | awk '$5 == "/sys/devices/system/cpu" { print $6 }' | grep -q '^rw' ||
     fail "/sys/devices/system/cpu is not writable for placed"
 caps=$(in_ns grep CapBnd /proc/"$mainpid"/status | awk '{ print $2 }')
-ok "sandbox applied: /usr /etc /var read-only, /sys/devices/system/cpu rw, CapBnd $caps"
+echo "$mi" | awk -v d=$textdir '$5 == d { print $6 }' | grep -q '^rw' ||
+    fail "$textdir is not writable for placed"
+ok "sandbox applied: /usr /etc /var read-only but $textdir, /sys/devices/system/cpu rw, CapBnd $caps"
 
 # --- 10. systemctl stop: Result=success
 in_ns systemctl stop placed || fail "systemctl stop placed"

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * placed's metrics as text (see metrics-text.h), and the textfile writer.
+ *
+ * Why two dialects from one formatter. The issue asks for the OpenMetrics
+ * text format and for Debian's promtool (2.42) to pass it. promtool 2.42's
+ * "check metrics" parses the Prometheus text format 0.0.4 (the parser
+ * node_exporter's textfile collector uses too) and lints it. The two agree on
+ * everything placed emits but one thing, counters:
+ *
+ *   - OpenMetrics names the family without "_total" and its sample with it
+ *     ("# TYPE placed_ticks counter" then "placed_ticks_total 5"); a family
+ *     called placed_ticks_total would clash with its own sample, which a
+ *     strict parser (python3-prometheus-client's) rejects.
+ *   - The 0.0.4 format wants HELP and TYPE to name the sample itself
+ *     ("# TYPE placed_ticks_total counter"); given the OpenMetrics lines,
+ *     promtool takes placed_ticks_total for a second family without help or
+ *     type and fails ("no help text"), and node_exporter would export an
+ *     untyped series.
+ *
+ * No single text satisfies both, so the dialect is a parameter and only the
+ * counters' HELP and TYPE lines and the "# UNIT" lines depend on it: the
+ * families, sample names, labels, values and order are the same. What
+ * promtool 2.42 accepts was checked by hand: "# EOF" and "# UNIT" lines are
+ * comments to it (exit 0, no lint), "# TYPE x info" is a parse error, so the
+ * info-style families are gauges named *_info in both dialects (valid
+ * OpenMetrics too). The Prometheus dialect ends with "# EOF" as well: a
+ * comment there, it lets a reader of the textfile see that it is whole.
+ *
+ * HELP texts hold no double quote: OpenMetrics wants it escaped there, the
+ * 0.0.4 format refuses the escape.
+ *
+ * Families without samples are left out (0.0.4 parsers warn about a HELP
+ * with nothing under it); counters come from the daemon, which keeps them
+ * across ticks and reloads, so they never go down while placed runs.
+ */
+#include "metrics-text.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+static const char *const format_names[] = {
+        [METRICS_FORMAT_OPENMETRICS] = "openmetrics",
+        [METRICS_FORMAT_PROMETHEUS] = "prometheus",
+};
+
+const char *metrics_format_to_string(MetricsFormat f) {
+        return (unsigned)f < ELEMENTSOF(format_names) ? format_names[f] : NULL;
+}
+
+int metrics_format_from_string(const char *s) {
+        for (size_t i = 0; s && i < ELEMENTSOF(format_names); i++)
+                if (strcmp(s, format_names[i]) == 0)
+                        return (int)i;
+        return -EINVAL;
+}
+
+typedef enum FamilyType {
+        FAMILY_GAUGE,
+        FAMILY_COUNTER,
+} FamilyType;
+
+/* A metric family. name is the OpenMetrics family name: a counter's samples add "_total". */
+typedef struct Family {
+        const char *name;
+        FamilyType type;
+        const char *unit; /* OpenMetrics UNIT, a suffix of name; NULL none */
+        const char *help;
+} Family;
+
+typedef struct Writer {
+        FILE *f;
+        MetricsFormat format;
+        const Family *current; /* whose HELP and TYPE were written last */
+} Writer;
+
+/* Writes s with the escapes a label value (quote too) or a HELP text needs. */
+static void write_escaped(FILE *f, const char *s, bool quote) {
+        for (; *s; s++)
+                if (*s == '\\')
+                        fputs("\\\\", f);
+                else if (*s == '\n')
+                        fputs("\\n", f);
+                else if (*s == '"' && quote)
+                        fputs("\\\"", f);
+                else
+                        fputc(*s, f);
+}
+
+static void write_header(Writer *w, const Family *fam) {
+        bool om = w->format == METRICS_FORMAT_OPENMETRICS;
+        const char *suffix = fam->type == FAMILY_COUNTER && !om ? "_total" : "";
+
+        fprintf(w->f, "# HELP %s%s ", fam->name, suffix);
+        write_escaped(w->f, fam->help, false);
+        fprintf(w->f, "\n# TYPE %s%s %s\n", fam->name, suffix,
+                fam->type == FAMILY_COUNTER ? "counter" : "gauge");
+        if (om && fam->unit)
+                fprintf(w->f, "# UNIT %s %s\n", fam->name, fam->unit);
+        w->current = fam;
+}
+
+/* Sample value: integers as such; NaN and infinities spelt as both formats want. */
+static void write_value(FILE *f, double v) {
+        if (isnan(v))
+                fputs("NaN", f);
+        else if (isinf(v))
+                fputs(v > 0 ? "+Inf" : "-Inf", f);
+        else if (v == floor(v) && fabs(v) < 1e15)
+                fprintf(f, "%.0f", v);
+        else
+                fprintf(f, "%.15g", v); /* a timestamp keeps its fraction */
+}
+
+/*
+ * One sample of fam; labels are name, value pairs ending with NULL. The
+ * family's HELP and TYPE come first, once.
+ */
+static void sample(Writer *w, const Family *fam, double value, ...) {
+        va_list ap;
+        const char *name;
+        bool first = true;
+
+        if (w->current != fam)
+                write_header(w, fam);
+        fprintf(w->f, "%s%s", fam->name, fam->type == FAMILY_COUNTER ? "_total" : "");
+        va_start(ap, value);
+        while ((name = va_arg(ap, const char *))) {
+                const char *v = va_arg(ap, const char *);
+                fprintf(w->f, "%s%s=\"", first ? "{" : ",", name);
+                write_escaped(w->f, v ? v : "", true);
+                fputc('"', w->f);
+                first = false;
+        }
+        va_end(ap);
+        fputs(first ? " " : "} ", w->f);
+        write_value(w->f, value);
+        fputc('\n', w->f);
+}
+
+/* A counter's value: uint64 figures go through double (exact up to 2^53). */
+#define U(x) ((double)(x))
+
+static const Family fam_info = { "placed_info", FAMILY_GAUGE, NULL,
+                                 "placed's version, mode (enforce or advise) and wake sampler; "
+                                 "always 1" };
+static const Family fam_profile = { "placed_profile_info", FAMILY_GAUGE, NULL,
+                                    "The active profile and why it is in force (source: hold, "
+                                    "selected by a person, or the configured default); always 1" };
+static const Family fam_holds = { "placed_profile_holds", FAMILY_GAUGE, NULL,
+                                  "Profile holds in force" };
+static const Family fam_groups = { "placed_groups", FAMILY_GAUGE, NULL,
+                                   "Task groups of the last tick by class; managed: placed by "
+                                   "placed (true) or left to the kernel (false)" };
+static const Family fam_changes = { "placed_placement_changes", FAMILY_COUNTER, NULL,
+                                    "Groups placed, moved or handed back (advised in advise "
+                                    "mode)" };
+static const Family fam_trials = { "placed_trials_started", FAMILY_COUNTER, NULL,
+                                   "Placements put on trial" };
+static const Family fam_verdicts = { "placed_trial_verdicts", FAMILY_COUNTER, NULL,
+                                     "Trials ended, by verdict: kept, reverted (measured worse, "
+                                     "handed back) or cut_short (widened out or its CPUs went)" };
+static const Family fam_wakeups = { "placed_sampler_wakeups", FAMILY_COUNTER, NULL,
+                                    "Wakeups the sampler saw: sampled (attributed to a waker), "
+                                    "skipped (hard IRQ, idle, kernel threads, exited tasks) or "
+                                    "lost (full maps or rings)" };
+static const Family fam_softirq = { "placed_sampler_softirq_wakeups", FAMILY_COUNTER, NULL,
+                                    "Sampled wakeups made in softirq context" };
+static const Family fam_sampler_cost = { "placed_sampler_seconds_per_wakeup", FAMILY_GAUGE, NULL,
+                                         "The BPF sampler's run time per wakeup over the last "
+                                         "tick; 0 when unknown (perf, or bpf_stats off)" };
+static const Family fam_cpu_time = { "placed_process_cpu_seconds", FAMILY_COUNTER, "seconds",
+                                     "CPU time placed itself used, user and system" };
+static const Family fam_rss = { "placed_process_resident_memory_bytes", FAMILY_GAUGE, "bytes",
+                                "placed's resident memory" };
+static const Family fam_start = { "placed_process_start_time_seconds", FAMILY_GAUGE, "seconds",
+                                  "When placed started, since the Unix epoch" };
+static const Family fam_ticks = { "placed_ticks", FAMILY_COUNTER, NULL,
+                                  "Ticks run (sample, model, decide, apply)" };
+static const Family fam_reloads = { "placed_reloads", FAMILY_COUNTER, NULL,
+                                    "Successful configuration reloads" };
+static const Family fam_tick_cost = { "placed_tick_duration_seconds", FAMILY_GAUGE, "seconds",
+                                      "How long the last tick took" };
+static const Family fam_tick_time = { "placed_last_tick_timestamp_seconds", FAMILY_GAUGE, "seconds",
+                                      "When the last tick ran, since the Unix epoch" };
+static const Family fam_busy = { "placed_cpu_busy_ratio", FAMILY_GAUGE, "ratio",
+                                 "Share of the last tick each CPU was busy (/proc/stat)" };
+static const Family fam_residency = { "placed_cpu_idle_residency_ratio", FAMILY_GAUGE, "ratio",
+                                      "Share of the last tick each CPU spent in each idle state; "
+                                      "state none: idle outside any cpuidle state (all idle "
+                                      "time without a cpuidle driver)" };
+static const Family fam_energy = { "placed_energy_estimate_active_cpus", FAMILY_GAUGE, NULL,
+                                   "Estimated power of the last tick in active-CPU equivalents "
+                                   "(1 = one CPU flat out), from busy time, idle-state "
+                                   "residency and idle exits" };
+static const Family fam_energy_total = { "placed_energy_estimate_active_cpu_seconds",
+                                         FAMILY_COUNTER, "seconds",
+                                         "The energy estimate summed over time: active-CPU "
+                                         "seconds" };
+static const Family fam_rapl = { "placed_rapl_power_watts", FAMILY_GAUGE, "watts",
+                                 "Package power measured by RAPL over the last tick" };
+
+static void write_state(Writer *w, const MetricsFigures *f) {
+        sample(w, &fam_info, 1, "version", f->version, "mode", f->mode, "wake_source",
+               f->wake_source, NULL);
+        sample(w, &fam_profile, 1, "profile", f->profile, "source", f->profile_source, NULL);
+        sample(w, &fam_holds, f->n_holds, NULL);
+        for (int c = 0; c < _GROUP_CLASS_MAX; c++)
+                for (int managed = 0; managed < 2; managed++)
+                        sample(w, &fam_groups, f->groups[c][managed], "class",
+                               group_class_to_string(c), "managed", managed ? "true" : "false",
+                               NULL);
+        sample(w, &fam_changes, U(f->placement_changes), NULL);
+        sample(w, &fam_trials, U(f->trials_started), NULL);
+        sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_KEPT]), "verdict", "kept", NULL);
+        sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_REVERTED]), "verdict", "reverted", NULL);
+        sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_NONE]), "verdict", "cut_short", NULL);
+}
+
+static void write_sampler(Writer *w, const MetricsFigures *f) {
+        sample(w, &fam_wakeups, U(f->wakeups_sampled), "result", "sampled", NULL);
+        sample(w, &fam_wakeups, U(f->wakeups_skipped), "result", "skipped", NULL);
+        sample(w, &fam_wakeups, U(f->wakeups_lost), "result", "lost", NULL);
+        sample(w, &fam_softirq, U(f->wakeups_softirq), NULL);
+        sample(w, &fam_sampler_cost, f->sampler_ns_per_wakeup * 1e-9, NULL);
+}
+
+static void write_process(Writer *w, const MetricsFigures *f) {
+        sample(w, &fam_cpu_time, f->process_cpu_seconds, NULL);
+        if (f->process_rss_bytes > 0)
+                sample(w, &fam_rss, U(f->process_rss_bytes), NULL);
+        sample(w, &fam_start, f->process_start_time_seconds, NULL);
+        sample(w, &fam_ticks, U(f->ticks), NULL);
+        sample(w, &fam_reloads, U(f->reloads), NULL);
+        if (f->ticks > 0) {
+                sample(w, &fam_tick_cost, f->last_tick_duration_seconds, NULL);
+                sample(w, &fam_tick_time, f->last_tick_timestamp_seconds, NULL);
+        }
+}
+
+static void write_cpus(Writer *w, const MetricsFigures *f) {
+        char cpu[16];
+
+        for (unsigned i = 0; i < f->n_cpus; i++) {
+                snprintf(cpu, sizeof(cpu), "%d", f->cpus[i].cpu);
+                sample(w, &fam_busy, f->cpus[i].busy_ratio, "cpu", cpu, NULL);
+        }
+        for (unsigned i = 0; i < f->n_cpus; i++) {
+                const MetricsCpu *c = &f->cpus[i];
+                snprintf(cpu, sizeof(cpu), "%d", c->cpu);
+                for (unsigned s = 0; s < c->n_states && s < IDLE_MAX_STATES; s++)
+                        sample(w, &fam_residency, c->state_ratio[s], "cpu", cpu, "state",
+                               c->state_names[s], NULL);
+                sample(w, &fam_residency, c->other_idle_ratio, "cpu", cpu, "state", "none", NULL);
+        }
+}
+
+static void write_energy(Writer *w, const MetricsFigures *f) {
+        if (f->have_energy)
+                sample(w, &fam_energy, f->energy_active_cpus, NULL);
+        sample(w, &fam_energy_total, f->energy_active_cpu_seconds, NULL);
+        if (f->rapl_watts >= 0)
+                sample(w, &fam_rapl, f->rapl_watts, NULL);
+}
+
+int metrics_text_format(const MetricsFigures *f, MetricsFormat format, char **ret,
+                        size_t *ret_len) {
+        char *buf = NULL;
+        size_t len = 0;
+
+        if (!metrics_format_to_string(format))
+                return -EINVAL;
+        Writer w = { .f = open_memstream(&buf, &len), .format = format };
+        if (!w.f)
+                return -ENOMEM;
+        write_state(&w, f);
+        write_sampler(&w, f);
+        write_process(&w, f);
+        write_cpus(&w, f);
+        write_energy(&w, f);
+        fputs("# EOF\n", w.f);
+        bool failed = ferror(w.f);
+        if (fclose(w.f) != 0 || failed) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+/* ---- The textfile ---- */
+
+const char *metrics_textfile_strerror(int r) {
+        switch (r) {
+        case -ENOENT:
+                return "its directory does not exist";
+        case -ELOOP:
+                return "its directory is a symbolic link";
+        case -ENOTDIR:
+                return "its directory is not a directory";
+        case -EACCES:
+                return "its directory may be written by group or others and is not sticky";
+        case -EISDIR:
+                return "it is a directory";
+        default:
+                return NULL;
+        }
+}
+
+/* Opens the directory of path, never through a link, and checks who may write there. */
+static int textfile_open_dir(const char *path, int *ret_fd, const char **ret_base) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash[1] == '\0')
+                return -EINVAL;
+        _cleanup_free_ char *dir = slash == path ? strdup("/") : strndup(path, slash - path);
+        if (!dir)
+                return -ENOMEM;
+
+        struct stat st;
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                int r = negative_errno();
+                /* O_DIRECTORY reports a link as "not a directory": say what it is */
+                if (r == -ENOTDIR && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+                        return -ELOOP;
+                return r;
+        }
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        /* Anyone who may write there could swap the file; sticky (/tmp) stops that. */
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+                return -EACCES;
+        *ret_fd = TAKE_FD(fd);
+        *ret_base = slash + 1;
+        return 0;
+}
+
+static int write_all(int fd, const char *buf, size_t len) {
+        while (len > 0) {
+                ssize_t n = write(fd, buf, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        return -EIO;
+                buf += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/*
+ * Not fsync()ed: the file is rewritten every few ticks and a reader needs
+ * only atomicity, which rename(2) gives; after a power cut the next write
+ * replaces whatever the file system kept.
+ */
+int metrics_textfile_write(const char *path, const char *text, size_t len) {
+        _cleanup_close_ int dir_fd = -1, fd = -1;
+        const char *base;
+        char tmp[NAME_MAX + 1];
+
+        int r = textfile_open_dir(path, &dir_fd, &base);
+        if (r < 0)
+                return r;
+        if (snprintf(tmp, sizeof(tmp), ".%s.tmp", base) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+
+        /* Whatever is there (our leftover, or someone's link) goes; O_EXCL makes our own. */
+        if (unlinkat(dir_fd, tmp, 0) < 0 && errno != ENOENT)
+                return negative_errno();
+        fd = openat(dir_fd, tmp,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                    0644);
+        if (fd < 0)
+                return negative_errno();
+        /* 0644 whatever the umask: node_exporter runs as another user. */
+        r = fchmod(fd, 0644) < 0 ? negative_errno() : 0;
+        if (r >= 0)
+                r = write_all(fd, text, len);
+        if (r >= 0 && close(TAKE_FD(fd)) < 0) /* NFS reports a full disk here */
+                r = negative_errno();
+        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, base) < 0)
+                r = negative_errno();
+        if (r < 0)
+                (void)unlinkat(dir_fd, tmp, 0);
+        return r;
+}
+
+/* ---- placed's own process ---- */
+
+int metrics_read_process(const char *procfs_root, double *ret_cpu_seconds,
+                         uint64_t *ret_rss_bytes) {
+        struct rusage ru;
+        _cleanup_free_ char *path = NULL;
+        unsigned long long size, resident;
+
+        *ret_cpu_seconds = 0;
+        *ret_rss_bytes = 0;
+        if (getrusage(RUSAGE_SELF, &ru) == 0)
+                *ret_cpu_seconds = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                                   (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+
+        if (asprintf(&path, "%s/self/statm", procfs_root) < 0)
+                return -ENOMEM;
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        int n = fscanf(f, "%llu %llu", &size, &resident);
+        fclose(f);
+        if (n != 2)
+                return -EIO;
+        long page = sysconf(_SC_PAGESIZE);
+        *ret_rss_bytes = (uint64_t)resident * (uint64_t)(page > 0 ? page : 4096);
+        return 0;
+}

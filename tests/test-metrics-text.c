@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for lib/metrics-text.c: the formatter on fixed figures (exact lines,
+ * both dialects, escaping, families left out when they have nothing to say,
+ * values), and the textfile writer on a real directory: atomic replacement
+ * (a new inode, no temporary left), links at the temporary name and at the
+ * path itself not followed, and the directory checks. A full disk is tested
+ * for real, with a small tmpfs, by tests/test-metrics.sh.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "macro.h"
+#include "metrics-text.h"
+
+static MetricsCpu test_cpus[2];
+
+/* Figures of a made-up machine: two CPUs, the first with two idle states. */
+static MetricsFigures figures(void) {
+        memset(test_cpus, 0, sizeof(test_cpus));
+        test_cpus[0] = (MetricsCpu){ .cpu = 0,
+                                     .busy_ratio = 0.25,
+                                     .n_states = 2,
+                                     .state_ratio = { 0.125, 0.5 },
+                                     .other_idle_ratio = 0.125 };
+        snprintf(test_cpus[0].state_names[0], IDLE_NAME_MAX, "POLL");
+        snprintf(test_cpus[0].state_names[1], IDLE_NAME_MAX, "haltpoll \"deep\"\\x\ny");
+        test_cpus[1] = (MetricsCpu){ .cpu = 3, .busy_ratio = 1, .other_idle_ratio = 0 };
+
+        MetricsFigures f = {
+                .version = "9.8.7",
+                .mode = "enforce",
+                .wake_source = "bpf",
+                .profile = "power-first",
+                .profile_source = "hold",
+                .n_holds = 2,
+                .placement_changes = 12,
+                .trials_started = 5,
+                .wakeups_sampled = (1ULL << 40) + 1, /* exact through a double */
+                .wakeups_softirq = 7,
+                .wakeups_skipped = 300,
+                .wakeups_lost = 0,
+                .sampler_ns_per_wakeup = 126,
+                .process_cpu_seconds = 1.5,
+                .process_rss_bytes = 15 << 20,
+                .process_start_time_seconds = 1700000000,
+                .ticks = 42,
+                .reloads = 1,
+                .last_tick_duration_seconds = 0.000812,
+                .last_tick_timestamp_seconds = 1700000041.5,
+                .cpus = test_cpus,
+                .n_cpus = 2,
+                .have_energy = true,
+                .energy_active_cpus = 1.375,
+                .energy_active_cpu_seconds = 57.75,
+                .rapl_watts = -1,
+        };
+        f.groups[GROUP_PAIR][1] = 1;
+        f.groups[GROUP_SOLO][0] = 30;
+        f.trial_verdicts[TRIAL_KEPT] = 3;
+        f.trial_verdicts[TRIAL_REVERTED] = 1;
+        f.trial_verdicts[TRIAL_NONE] = 1;
+        return f;
+}
+
+static char *format(const MetricsFigures *f, MetricsFormat fmt) {
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_text_format(f, fmt, &text, &len), 0);
+        assert_non_null(text);
+        assert_int_equal(strlen(text), len);
+        return text;
+}
+
+/* text holds line as a whole line. */
+static bool has_line(const char *text, const char *line) {
+        size_t n = strlen(line);
+        for (const char *p = text; (p = strstr(p, line)); p++)
+                if ((p == text || p[-1] == '\n') && p[n] == '\n')
+                        return true;
+        return false;
+}
+
+static void assert_line(const char *text, const char *line) {
+        if (!has_line(text, line))
+                fail_msg("no line \"%s\" in:\n%s", line, text);
+}
+
+static void assert_no_line_with(const char *text, const char *part) {
+        if (strstr(text, part))
+                fail_msg("\"%s\" should not appear in:\n%s", part, text);
+}
+
+/* The samples (every line not starting with '#'), which both dialects share. */
+static char *samples_of(const char *text) {
+        char *out = calloc(1, strlen(text) + 1), *o = out;
+        assert_non_null(out);
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+                if (*p != '#') {
+                        memcpy(o, p, n);
+                        o += n;
+                }
+                p += n;
+        }
+        return out;
+}
+
+static void test_format_names(void **state) {
+        assert_string_equal(metrics_format_to_string(METRICS_FORMAT_OPENMETRICS), "openmetrics");
+        assert_string_equal(metrics_format_to_string(METRICS_FORMAT_PROMETHEUS), "prometheus");
+        assert_null(metrics_format_to_string(_METRICS_FORMAT_MAX));
+        assert_int_equal(metrics_format_from_string("openmetrics"), METRICS_FORMAT_OPENMETRICS);
+        assert_int_equal(metrics_format_from_string("prometheus"), METRICS_FORMAT_PROMETHEUS);
+        assert_int_equal(metrics_format_from_string("json"), -EINVAL);
+        assert_int_equal(metrics_format_from_string(NULL), -EINVAL);
+
+        MetricsFigures f = figures();
+        char *text = NULL;
+        size_t len;
+        assert_int_equal(metrics_text_format(&f, _METRICS_FORMAT_MAX, &text, &len), -EINVAL);
+        assert_null(text);
+}
+
+static void test_samples(void **state) {
+        MetricsFigures f = figures();
+        _cleanup_free_ char *text = format(&f, METRICS_FORMAT_OPENMETRICS);
+
+        assert_line(text, "placed_info{version=\"9.8.7\",mode=\"enforce\",wake_source=\"bpf\"} 1");
+        assert_line(text, "placed_profile_info{profile=\"power-first\",source=\"hold\"} 1");
+        assert_line(text, "placed_profile_holds 2");
+        assert_line(text, "placed_groups{class=\"pair\",managed=\"true\"} 1");
+        assert_line(text, "placed_groups{class=\"pair\",managed=\"false\"} 0");
+        assert_line(text, "placed_groups{class=\"solo\",managed=\"false\"} 30");
+        assert_line(text, "placed_groups{class=\"mesh\",managed=\"true\"} 0");
+        assert_line(text, "placed_placement_changes_total 12");
+        assert_line(text, "placed_trials_started_total 5");
+        assert_line(text, "placed_trial_verdicts_total{verdict=\"kept\"} 3");
+        assert_line(text, "placed_trial_verdicts_total{verdict=\"reverted\"} 1");
+        assert_line(text, "placed_trial_verdicts_total{verdict=\"cut_short\"} 1");
+        assert_line(text, "placed_sampler_wakeups_total{result=\"sampled\"} 1099511627777");
+        assert_line(text, "placed_sampler_wakeups_total{result=\"skipped\"} 300");
+        assert_line(text, "placed_sampler_wakeups_total{result=\"lost\"} 0");
+        assert_line(text, "placed_sampler_softirq_wakeups_total 7");
+        assert_line(text, "placed_sampler_seconds_per_wakeup 1.26e-07");
+        assert_line(text, "placed_process_cpu_seconds_total 1.5");
+        assert_line(text, "placed_process_resident_memory_bytes 15728640");
+        assert_line(text, "placed_process_start_time_seconds 1700000000");
+        assert_line(text, "placed_ticks_total 42");
+        assert_line(text, "placed_reloads_total 1");
+        assert_line(text, "placed_tick_duration_seconds 0.000812");
+        assert_line(text, "placed_last_tick_timestamp_seconds 1700000041.5");
+        assert_line(text, "placed_cpu_busy_ratio{cpu=\"0\"} 0.25");
+        assert_line(text, "placed_cpu_busy_ratio{cpu=\"3\"} 1");
+        assert_line(text, "placed_cpu_idle_residency_ratio{cpu=\"0\",state=\"POLL\"} 0.125");
+        /* a label value's quote, backslash and newline escaped */
+        assert_line(text, "placed_cpu_idle_residency_ratio{cpu=\"0\",state=\"haltpoll "
+                          "\\\"deep\\\"\\\\x\\ny\"} 0.5");
+        assert_line(text, "placed_cpu_idle_residency_ratio{cpu=\"0\",state=\"none\"} 0.125");
+        assert_line(text, "placed_cpu_idle_residency_ratio{cpu=\"3\",state=\"none\"} 0");
+        assert_line(text, "placed_energy_estimate_active_cpus 1.375");
+        assert_line(text, "placed_energy_estimate_active_cpu_seconds_total 57.75");
+        assert_no_line_with(text, "placed_rapl_power_watts"); /* no RAPL */
+        /* no quote in a HELP text: the two formats escape it differently */
+        for (const char *p = strstr(text, "# HELP "); p; p = strstr(p + 1, "# HELP ")) {
+                size_t n = strcspn(p, "\n");
+                if (memchr(p, '"', n))
+                        fail_msg("a quote in \"%.*s\"", (int)n, p);
+        }
+        /* the end, once */
+        size_t len = strlen(text);
+        assert_true(len > 6 && strcmp(text + len - 6, "# EOF\n") == 0);
+        assert_ptr_equal(strstr(text, "# EOF"), text + len - 6);
+}
+
+static void test_openmetrics_metadata(void **state) {
+        MetricsFigures f = figures();
+        _cleanup_free_ char *text = format(&f, METRICS_FORMAT_OPENMETRICS);
+
+        /* counters: the family without _total, its sample with it */
+        assert_line(text, "# TYPE placed_ticks counter");
+        assert_line(text, "# HELP placed_ticks Ticks run (sample, model, decide, apply)");
+        assert_line(text, "# TYPE placed_process_cpu_seconds counter");
+        assert_line(text, "# UNIT placed_process_cpu_seconds seconds");
+        assert_line(text, "# TYPE placed_process_resident_memory_bytes gauge");
+        assert_line(text, "# UNIT placed_process_resident_memory_bytes bytes");
+        assert_line(text, "# UNIT placed_cpu_busy_ratio ratio");
+        assert_no_line_with(text, "# TYPE placed_ticks_total");
+        /* info-style families are gauges: promtool 2.42 cannot parse "info" */
+        assert_line(text, "# TYPE placed_profile_info gauge");
+        /* each family's metadata once, before its samples */
+        const char *type = strstr(text, "# TYPE placed_cpu_idle_residency_ratio gauge");
+        assert_non_null(type);
+        assert_null(strstr(type + 1, "# TYPE placed_cpu_idle_residency_ratio"));
+        assert_true(type < strstr(text, "placed_cpu_idle_residency_ratio{"));
+}
+
+static void test_prometheus_metadata(void **state) {
+        MetricsFigures f = figures();
+        _cleanup_free_ char *om = format(&f, METRICS_FORMAT_OPENMETRICS);
+        _cleanup_free_ char *text = format(&f, METRICS_FORMAT_PROMETHEUS);
+
+        assert_line(text, "# TYPE placed_ticks_total counter");
+        assert_line(text, "# HELP placed_ticks_total Ticks run (sample, model, decide, apply)");
+        assert_line(text, "# TYPE placed_process_cpu_seconds_total counter");
+        assert_line(text, "# TYPE placed_cpu_busy_ratio gauge");
+        assert_no_line_with(text, "# UNIT");
+        assert_no_line_with(text, "# TYPE placed_ticks counter");
+        size_t len = strlen(text);
+        assert_true(len > 6 && strcmp(text + len - 6, "# EOF\n") == 0);
+
+        /* the same series with the same values in the same order */
+        _cleanup_free_ char *a = samples_of(om), *b = samples_of(text);
+        assert_string_equal(a, b);
+        assert_true(strlen(a) > 1000);
+}
+
+/* Families with nothing to say are left out, not printed without samples. */
+static void test_left_out(void **state) {
+        MetricsFigures f = figures();
+        f.n_cpus = 0;
+        f.have_energy = false;
+        f.process_rss_bytes = 0;
+        f.ticks = 0;
+        _cleanup_free_ char *text = format(&f, METRICS_FORMAT_PROMETHEUS);
+        assert_no_line_with(text, "placed_cpu_busy_ratio");
+        assert_no_line_with(text, "placed_cpu_idle_residency_ratio");
+        assert_no_line_with(text, "placed_energy_estimate_active_cpus ");
+        assert_no_line_with(text, "placed_process_resident_memory_bytes");
+        assert_no_line_with(text, "placed_tick_duration_seconds");
+        assert_no_line_with(text, "placed_last_tick_timestamp_seconds");
+        assert_line(text, "placed_ticks_total 0");
+        assert_line(text, "placed_energy_estimate_active_cpu_seconds_total 57.75");
+
+        f.rapl_watts = 23.5;
+        f.sampler_ns_per_wakeup = 0.0 / 0.0;
+        _cleanup_free_ char *rapl = format(&f, METRICS_FORMAT_OPENMETRICS);
+        assert_line(rapl, "# UNIT placed_rapl_power_watts watts");
+        assert_line(rapl, "placed_rapl_power_watts 23.5");
+        assert_line(rapl, "placed_sampler_seconds_per_wakeup NaN");
+}
+
+/* ---- The textfile ---- */
+
+typedef struct Dir {
+        char root[64];
+        char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX], victim[PATH_MAX];
+} Dir;
+
+_printf_(3, 4) static void xsprintf(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0 && (size_t)n < size);
+}
+
+static int setup_dir(void **state) {
+        Dir *d = calloc(1, sizeof(*d));
+        assert_non_null(d);
+        xsprintf(d->root, sizeof(d->root), "/tmp/test-metrics-text.XXXXXX");
+        assert_non_null(mkdtemp(d->root));
+        xsprintf(d->dir, sizeof(d->dir), "%s/textfiles", d->root);
+        assert_int_equal(mkdir(d->dir, 0755), 0);
+        xsprintf(d->path, sizeof(d->path), "%s/placed.prom", d->dir);
+        xsprintf(d->tmp, sizeof(d->tmp), "%s/.placed.prom.tmp", d->dir);
+        xsprintf(d->victim, sizeof(d->victim), "%s/victim", d->root);
+        *state = d;
+        return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static int teardown_dir(void **state) {
+        Dir *d = *state;
+        chmod(d->dir, 0755);
+        nftw(d->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(d);
+        return 0;
+}
+
+static char *read_file(const char *path) {
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        char *buf = calloc(1, 65536);
+        assert_non_null(buf);
+        size_t n = fread(buf, 1, 65535, f);
+        buf[n] = '\0';
+        fclose(f);
+        return buf;
+}
+
+static void write_path(const char *path, const char *content) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        assert_true(fputs(content, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+}
+
+static int write_text(const char *path, const char *text) {
+        return metrics_textfile_write(path, text, strlen(text));
+}
+
+static void test_textfile_replaced(void **state) {
+        Dir *d = *state;
+        struct stat st1, st2;
+
+        mode_t old_umask = umask(077);
+        assert_int_equal(write_text(d->path, "a 1\n# EOF\n"), 0);
+        umask(old_umask);
+        _cleanup_free_ char *one = read_file(d->path);
+        assert_string_equal(one, "a 1\n# EOF\n");
+        assert_int_equal(lstat(d->path, &st1), 0);
+        assert_true(S_ISREG(st1.st_mode));
+        assert_int_equal(st1.st_mode & 07777, 0644); /* node_exporter reads it as another user */
+        assert_int_equal(access(d->tmp, F_OK), -1);  /* no temporary left */
+
+        assert_int_equal(write_text(d->path, "a 2\nb 3\n# EOF\n"), 0);
+        _cleanup_free_ char *two = read_file(d->path);
+        assert_string_equal(two, "a 2\nb 3\n# EOF\n");
+        assert_int_equal(lstat(d->path, &st2), 0);
+        assert_true(st1.st_ino != st2.st_ino); /* renamed over, not rewritten in place */
+        assert_int_equal(access(d->tmp, F_OK), -1);
+
+        /* a leftover temporary (a crash) is replaced */
+        write_path(d->tmp, "half a fi");
+        assert_int_equal(write_text(d->path, "a 3\n# EOF\n"), 0);
+        _cleanup_free_ char *three = read_file(d->path);
+        assert_string_equal(three, "a 3\n# EOF\n");
+        assert_int_equal(access(d->tmp, F_OK), -1);
+}
+
+static void test_textfile_links(void **state) {
+        Dir *d = *state;
+        struct stat st;
+
+        /* a link planted at the temporary name: removed, never written through */
+        write_path(d->victim, "precious\n");
+        assert_int_equal(symlink(d->victim, d->tmp), 0);
+        assert_int_equal(write_text(d->path, "x 1\n# EOF\n"), 0);
+        _cleanup_free_ char *v1 = read_file(d->victim);
+        assert_string_equal(v1, "precious\n");
+        _cleanup_free_ char *p1 = read_file(d->path);
+        assert_string_equal(p1, "x 1\n# EOF\n");
+
+        /* a dangling link there, to where a file would be created */
+        char target[PATH_MAX + 8];
+        xsprintf(target, sizeof(target), "%s/created", d->root);
+        assert_int_equal(symlink(target, d->tmp), 0);
+        assert_int_equal(write_text(d->path, "x 2\n# EOF\n"), 0);
+        assert_int_equal(access(target, F_OK), -1);
+
+        /* a link at the path itself: replaced by the file, the target untouched */
+        assert_int_equal(unlink(d->path), 0);
+        assert_int_equal(symlink(d->victim, d->path), 0);
+        assert_int_equal(write_text(d->path, "x 3\n# EOF\n"), 0);
+        assert_int_equal(lstat(d->path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        _cleanup_free_ char *v2 = read_file(d->victim);
+        assert_string_equal(v2, "precious\n");
+}
+
+static void test_textfile_directory(void **state) {
+        Dir *d = *state;
+        char path[PATH_MAX + 32], link[PATH_MAX + 8];
+
+        /* missing directory */
+        xsprintf(path, sizeof(path), "%s/nowhere/placed.prom", d->root);
+        assert_int_equal(write_text(path, "a 1\n"), -ENOENT);
+        assert_non_null(metrics_textfile_strerror(-ENOENT));
+
+        /* the directory is a symbolic link */
+        xsprintf(link, sizeof(link), "%s/link", d->root);
+        assert_int_equal(symlink(d->dir, link), 0);
+        xsprintf(path, sizeof(path), "%s/placed.prom", link);
+        assert_int_equal(write_text(path, "a 1\n"), -ELOOP);
+        assert_int_equal(access(d->path, F_OK), -1);
+
+        /* the "directory" is a file */
+        xsprintf(path, sizeof(path), "%s/victim/placed.prom", d->root);
+        write_path(d->victim, "precious\n");
+        assert_int_equal(write_text(path, "a 1\n"), -ENOTDIR);
+
+        /* anyone may write there: refused; sticky like /tmp: fine */
+        assert_int_equal(chmod(d->dir, 0777), 0);
+        assert_int_equal(write_text(d->path, "a 1\n"), -EACCES);
+        assert_string_equal(metrics_textfile_strerror(-EACCES),
+                            "its directory may be written by group or others and is not sticky");
+        assert_int_equal(chmod(d->dir, 01777), 0);
+        assert_int_equal(write_text(d->path, "a 1\n"), 0);
+        assert_int_equal(chmod(d->dir, 0755), 0);
+
+        /* the path is a directory: nothing replaced, no temporary left */
+        xsprintf(path, sizeof(path), "%s/sub.prom", d->dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_int_equal(write_text(path, "a 1\n"), -EISDIR);
+        xsprintf(link, sizeof(link), "%s/.sub.prom.tmp", d->dir);
+        assert_int_equal(access(link, F_OK), -1);
+
+        /* no directory part at all */
+        assert_int_equal(write_text("placed.prom", "a 1\n"), -EINVAL);
+}
+
+static void test_read_process(void **state) {
+        double cpu = -1;
+        uint64_t rss = 0;
+
+        assert_int_equal(metrics_read_process("/proc", &cpu, &rss), 0);
+        assert_true(cpu >= 0);
+        assert_true(rss > 100 * 1024); /* a process with libc mapped */
+
+        assert_int_equal(metrics_read_process("/nonexistent", &cpu, &rss), -ENOENT);
+        assert_int_equal(rss, 0);
+        assert_true(cpu >= 0); /* from getrusage(), whatever the root */
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_format_names),
+                cmocka_unit_test(test_samples),
+                cmocka_unit_test(test_openmetrics_metadata),
+                cmocka_unit_test(test_prometheus_metadata),
+                cmocka_unit_test(test_left_out),
+                cmocka_unit_test_setup_teardown(test_textfile_replaced, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_textfile_links, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_textfile_directory, setup_dir, teardown_dir),
+                cmocka_unit_test(test_read_process),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
