@@ -35,6 +35,8 @@ DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	stress-ng gnuplot-nox clang-format util-linux procps python3 libclang-rt-14-dev \
 	debhelper dpkg-dev lintian \
 	redis-server redis-tools postgresql iperf3 sockperf sysbench
+# make check-system: follow = power-profiles against the real daemon
+DEB_PACKAGES += power-profiles-daemon
 # make check-kernels: qemu (TCG) and a static busybox for the initramfs
 DEB_PACKAGES += qemu-system-x86 busybox-static
 

@@ -40,6 +40,7 @@ typedef struct Args {
         const char *reason;  /* hold --reason */
         bool json;
         bool dot;
+        bool reset; /* profile --reset */
 } Args;
 
 /* What each error means, in words, before the daemon's own message. */
@@ -75,7 +76,11 @@ static void help(void) {
                "                            and idle-state residency\n"
                "  profile                   Print the active profile\n"
                "  profile NAME              Select profile NAME (power-first, balanced,\n"
-               "                            latency-first, or one of your own)\n"
+               "                            latency-first, or one of your own); it wins over\n"
+               "                            the followed and the configured profile\n"
+               "  profile --reset           Drop that choice: follow power-profiles-daemon\n"
+               "                            again (follow = power-profiles), else the\n"
+               "                            configured profile\n"
                "  groups                    The task groups placed manages, and where they run\n"
                "  explain TID               Why task TID runs where it does\n"
                "  graph [--dot|--json]      The wake graph, for Graphviz (dot -Tsvg) or as JSON\n"
@@ -263,6 +268,15 @@ static int status_read_value(sd_bus_message *reply, const char *key, json_object
                 }
                 if (r >= 0)
                         r = sd_bus_message_exit_container(reply);
+        } else if (strcmp(contents, "(sss)") == 0) { /* Follow */
+                const char *state, *daemon, *profile;
+                r = sd_bus_message_read(reply, "(sss)", &state, &daemon, &profile);
+                if (r >= 0) {
+                        v = json_object_new_object();
+                        json_object_object_add(v, "state", json_object_new_string(state));
+                        json_object_object_add(v, "daemon", json_object_new_string(daemon));
+                        json_object_object_add(v, "profile", json_object_new_string(profile));
+                }
         } else
                 r = sd_bus_message_skip(reply, contents); /* newer daemon, unknown type */
         if (r >= 0)
@@ -315,6 +329,10 @@ static const char *status_str(json_object *status, const char *key) {
 static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
         if (argc > 1)
                 return usage_error("profile takes at most one NAME, not \"%s\".", argv[1]);
+        if (a->reset && argc == 1)
+                return usage_error("profile takes a NAME or --reset, not both.");
+        if (a->reset)
+                return call(bus, "ResetProfile", NULL, NULL);
         if (argc == 1)
                 return call(bus, "SetProfile", NULL, "s", argv[0]);
 
@@ -326,6 +344,12 @@ static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "active_profile",
                                        json_object_new_string(status_str(status, "ActiveProfile")));
+                json_object_object_add(
+                        o, "source",
+                        json_object_new_string(status_str(status, "ActiveProfileSource")));
+                json_object_object_add(
+                        o, "reason",
+                        json_object_new_string(status_str(status, "ActiveProfileReason")));
                 if (json_object_object_get_ex(status, "Profiles", &profiles))
                         json_object_object_add(o, "profiles", json_object_get(profiles));
                 print_json(o);
@@ -609,6 +633,24 @@ static void print_status_text(json_object *status, size_t n_groups, json_object 
                 }
                 printf(")");
         }
+        printf("\n          Why: ");
+        print_text_escaped(status_str(status, "ActiveProfileReason"));
+        json_object *follow;
+        if (json_object_object_get_ex(status, "Follow", &follow) &&
+            strcmp(status_str(follow, "state"), "off") != 0) {
+                const char *state = status_str(follow, "state");
+                printf("\n      Follows: power-profiles API: ");
+                if (strcmp(state, "waiting") == 0)
+                        printf("no daemon owns it");
+                else {
+                        print_text_escaped(status_str(follow, "daemon"));
+                        printf(" is at \"");
+                        print_text_escaped(status_str(follow, "profile"));
+                        printf("\"%s", strcmp(state, "gone") == 0
+                                               ? " (it has left the bus; its last profile is kept)"
+                                               : "");
+                }
+        }
         printf("\n         Mode: %s\n", status_str(status, "Mode"));
         if (json_object_object_get_ex(status, "Holds", &holds) &&
             json_object_array_length(holds) > 0)
@@ -655,6 +697,9 @@ static json_object *status_to_json(json_object *status, json_object *classes, js
         static const char *const keys[][2] = {
                 { "Version", "version" },
                 { "ActiveProfile", "active_profile" },
+                { "ActiveProfileSource", "active_profile_source" },
+                { "ActiveProfileReason", "active_profile_reason" },
+                { "Follow", "follow" },
                 { "Profiles", "profiles" },
                 { "Mode", "mode" },
                 { "WakeSource", "wake_source" },
@@ -1053,13 +1098,10 @@ static const Verb *verb_find(const char *name) {
 }
 
 static const struct option options[] = {
-        { "address", required_argument, NULL, 'a' },
-        { "json", no_argument, NULL, 'j' },
-        { "reason", required_argument, NULL, 'r' },
-        { "dot", no_argument, NULL, 'D' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        {},
+        { "address", required_argument, NULL, 'a' }, { "json", no_argument, NULL, 'j' },
+        { "reason", required_argument, NULL, 'r' },  { "reset", no_argument, NULL, 'R' },
+        { "dot", no_argument, NULL, 'D' },           { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },       {},
 };
 
 int main(int argc, char *argv[]) {
@@ -1081,6 +1123,9 @@ int main(int argc, char *argv[]) {
                 case 'D':
                         a.dot = true;
                         break;
+                case 'R':
+                        a.reset = true;
+                        break;
                 case 'h':
                         help();
                         return EXIT_OK;
@@ -1101,6 +1146,8 @@ int main(int argc, char *argv[]) {
         const Verb *v = verb_find(verb);
         if (!v)
                 return usage_error("unknown command \"%s\".", verb);
+        if (a.reset && strcmp(verb, "profile") != 0)
+                return usage_error("--reset goes with profile only.");
         if (nargs < v->min_args)
                 return usage_error("%s needs %s.", verb,
                                    strcmp(verb, "explain") == 0 ? "exactly one TID"
