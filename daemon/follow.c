@@ -68,8 +68,7 @@ static void follow_report(Follow *f) {
         for (size_t i = 0; i < ELEMENTSOF(f->apis); i++) {
                 FollowApi *a = &f->apis[i];
                 if (a->owner && a->profile[0]) {
-                        manager_follow_update(f->m, a->daemon[0] ? a->daemon : a->name,
-                                              a->profile);
+                        manager_follow_update(f->m, a->daemon[0] ? a->daemon : a->name, a->profile);
                         return;
                 }
         }
@@ -123,8 +122,7 @@ static void follow_get_profile(FollowApi *a) {
 /* The daemon's name from its command line: argv[0]'s base name, past an interpreter. */
 static void follow_name_daemon(FollowApi *a, uint32_t pid) {
         char path[PATH_MAX], buf[512];
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cmdline", a->follow->m->opts.procfs_root,
-                 pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cmdline", a->follow->m->opts.procfs_root, pid);
         FILE *fp = fopen(path, "re");
         if (!fp)
                 return;
@@ -316,8 +314,9 @@ int follow_start(Manager *m) {
         }
         if (r < 0) {
                 follow_free(f);
-                return log_warning_errno(r, "Cannot watch the power-profiles API on %s; not "
-                                            "following: %m",
+                return log_warning_errno(r,
+                                         "Cannot watch the power-profiles API on %s; not "
+                                         "following: %m",
                                          m->bus_description ? m->bus_description : "D-Bus");
         }
         m->follow = f;

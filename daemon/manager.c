@@ -22,6 +22,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bus.h"
 #include "follow.h"
@@ -340,14 +341,49 @@ static int manager_setup_loop(Manager *m) {
         return 0;
 }
 
+/*
+ * What start-up needs and the configuration loader would take for "not
+ * there, use the defaults": an explicit --config FILE and the proc file
+ * system. Return: 0, or negative errno (logged with the path).
+ */
+static int manager_check_paths(Manager *m) {
+        const char *main_file = m->opts.paths.main_file;
+        _cleanup_free_ char *stat_path = NULL;
+
+        if (main_file && access(main_file, F_OK) < 0) {
+                int r = negative_errno();
+                if (m->opts.config_required)
+                        return log_error_errno(r,
+                                               "Cannot read the configuration file \"%s\" "
+                                               "(--config): %m",
+                                               main_file);
+                log_info("No configuration file \"%s\" (%s); using the built-in defaults.",
+                         main_file, strerror(-r));
+        }
+        if (asprintf(&stat_path, "%s/stat", m->opts.procfs_root) < 0)
+                return log_error_errno(ENOMEM, "Out of memory.");
+        if (access(stat_path, R_OK) < 0)
+                return log_error_errno(negative_errno(),
+                                       "Cannot read \"%s\": is \"%s\" a proc file system "
+                                       "(--procfs-root)? %m",
+                                       stat_path, m->opts.procfs_root);
+        return 0;
+}
+
 int manager_start(Manager *m) {
         int r;
 
         m->start_usec = now_usec(CLOCK_MONOTONIC);
 
-        r = manager_load_config(m, &m->config, NULL);
+        r = manager_check_paths(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to load the configuration: %m");
+                return r;
+        r = manager_load_config(m, &m->config, NULL);
+        if (r < 0) /* the diagnostics above named the file, line and value */
+                return log_error_errno(r,
+                                       "Not starting: the configuration (main file \"%s\") did "
+                                       "not load; the error above says why.",
+                                       m->opts.paths.main_file ? m->opts.paths.main_file : "none");
 
         if (m->opts.profile) {
                 if (!config_find_profile(&m->config, m->opts.profile))

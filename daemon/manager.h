@@ -25,6 +25,7 @@ typedef struct Pipeline Pipeline;
 
 typedef struct ManagerOptions {
         ConfigPaths paths;
+        bool config_required;    /* --config FILE: its absence is an error, not "defaults" */
         const char *profile;     /* --profile: overrides the configured default; NULL = config */
         bool dry_run;            /* --dry-run: advise mode from the start */
         const char *bus;         /* "system", "session", "none" or an address */

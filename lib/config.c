@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "macro.h"
 
@@ -964,10 +965,12 @@ static int config_check_default_profile(ConfigLoader *l) {
 
         _cleanup_free_ char *where = NULL;
         int r;
+        const char *etc_state = etc && access(etc, F_OK) < 0 ? ", which does not exist" : "";
+        const char *usr_state = usr && access(usr, F_OK) < 0 ? ", which does not exist" : "";
         if (etc && usr)
-                r = asprintf(&where, "searched %s and %s", etc, usr);
+                r = asprintf(&where, "searched %s%s and %s%s", etc, etc_state, usr, usr_state);
         else if (etc || usr)
-                r = asprintf(&where, "searched %s", etc ? etc : usr);
+                r = asprintf(&where, "searched %s%s", etc ? etc : usr, etc ? etc_state : usr_state);
         else
                 r = asprintf(&where, "no profile directory configured");
         if (r < 0)
