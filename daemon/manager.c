@@ -194,10 +194,14 @@ static const char *manager_resolve_profile(Manager *m, ProfileSource *ret_source
                 return followed;
         }
         *ret_source = PROFILE_SOURCE_CONFIGURED;
-        if (m->config.follow == FOLLOW_POWER_PROFILES)
+        if (m->config.follow == FOLLOW_POWER_PROFILES && f->state == FOLLOW_STATE_WAITING)
                 snprintf(reason, size,
                          "configured; following power-profiles, but no daemon owns "
                          "the power-profiles API yet");
+        else if (m->config.follow == FOLLOW_POWER_PROFILES)
+                snprintf(reason, size,
+                         "configured; following power-profiles, but no profile of it that "
+                         "[follow] maps yet");
         else
                 snprintf(reason, size, "configured");
         return m->config.profile;
