@@ -96,6 +96,7 @@ static void help(void) {
                "                            \"session\" [$PLACED_BUS_ADDRESS, else system]\n"
                "  -j --json                 Print JSON (status, profile, groups, explain, graph)\n"
                "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
+               "     --reset                With profile: release the chosen profile\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
                "\n"
