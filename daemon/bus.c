@@ -961,6 +961,15 @@ int bus_open(Manager *m, const char *spec) {
         return 0;
 }
 
+void bus_apply_follow(Manager *m) {
+        if (m->config.follow != FOLLOW_POWER_PROFILES)
+                follow_stop(m);
+        else if (m->bus)
+                (void)follow_start(m);
+        else
+                log_warning("follow = power-profiles needs D-Bus (--bus); not following.");
+}
+
 void bus_close(Manager *m) {
         if (!m->bus)
                 return;

@@ -673,7 +673,10 @@ static void test_no_profiles(void **state) {
         t->paths.profiles_dir_etc = t->etc;
         assert_int_equal(load(t, &c), -ENOENT);
         char want[3 * PATH_MAX];
-        xsprintf(want, sizeof(want), "default profile \"balanced\" not found (searched %s and %s)",
+        /* etc/ is not there, and the message says so */
+        xsprintf(want, sizeof(want),
+                 "default profile \"balanced\" not found (searched %s, which does not exist and "
+                 "%s)",
                  t->etc, empty);
         assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
 }

@@ -92,7 +92,7 @@ start_fails "missing configuration file" "\"$T/etc/missing.conf\" (--config): No
 printf '[daemon]\ninterval_ms = 5\n' >"$T/etc/bad-value.conf"
 start_fails "bad value" "$T/etc/bad-value.conf:2: invalid [daemon] interval_ms \"5\"" \
     --config "$T/etc/bad-value.conf" --profiles-dir "$profiles"
-start_fails "bad --procfs-root" "\"$T/no-proc/stat\"" \
+start_fails "bad --procfs-root" "\"$T/no-proc\" as the proc file system (--procfs-root)" \
     --config "$T/etc/placed.conf" --profiles-dir "$profiles" --procfs-root "$T/no-proc"
 start_fails "unknown --profile" "\"turbo\" (--profile)" \
     --config "$T/etc/placed.conf" --profiles-dir "$profiles" --profile turbo
