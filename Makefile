@@ -37,6 +37,8 @@ DEB_PACKAGES := build-essential pkg-config clang llvm bpftool libbpf-dev \
 	redis-server redis-tools postgresql iperf3 sockperf sysbench
 # tests/test-metrics.sh: promtool (in prometheus) and a strict OpenMetrics parser
 DEB_PACKAGES += prometheus python3-prometheus-client
+# make check-system: follow = power-profiles against the real daemon
+DEB_PACKAGES += power-profiles-daemon
 # make check-kernels: qemu (TCG) and a static busybox for the initramfs
 DEB_PACKAGES += qemu-system-x86 busybox-static
 

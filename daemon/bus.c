@@ -8,7 +8,17 @@
  * signatures clients share are defined once, in lib/bus-contract.h):
  *
  *   properties
- *     ActiveProfile s     the profile in force (newest hold, else selected)  emits
+ *     ActiveProfile s     the profile in force (newest hold, else chosen, else
+ *                         followed, else configured)                           emits
+ *     ActiveProfileSource s  why, as a word: "held", "chosen", "followed",
+ *                         "configured"                                         emits
+ *     ActiveProfileReason s  why, in words: 'held by placectl (pid 42) for "x"',
+ *                         "set by placectl (pid 42)", 'followed from
+ *                         power-profiles-daemon's "power-saver"', "configured"  emits
+ *     Follow        (sss) the followed power-profiles daemon: state ("off",
+ *                         "waiting", "following", "gone": left, its last
+ *                         profile kept), who ("power-profiles-daemon"), its
+ *                         last profile ("power-saver")                         emits
  *     Profiles      as    profiles found in the profile directories          emits
  *     Mode          s     "enforce" or "advise"                               emits
  *     Version       s                                                         const
@@ -34,6 +44,9 @@
  *
  *   methods
  *     SetProfile(s name)                        UnknownProfile
+ *                     a person's choice: wins over the followed and the
+ *                     configured profile until ResetProfile()
+ *     ResetProfile()  forget that choice (returns to following)
  *     Reload()                                  ConfigInvalid ("FILE:LINE: ...")
  *     Restore()       undo every change, switch to advise mode
  *     ListGroups() -> a(tsaudtdss(sdddd)(ss))  per group: id, class, tids, util
@@ -75,7 +88,7 @@
  * Access: reading is open to everyone (the bus policy allows it). Every
  * method is SD_BUS_VTABLE_UNPRIVILEGED, so sd-bus's own CAP_SYS_ADMIN check
  * stays out of the way and bus_authorize_then() decides alone. Changing
- * (SetProfile, Reload, Restore, HoldProfile, ReleaseProfile) needs euid 0, or
+ * (SetProfile, ResetProfile, Reload, Restore, HoldProfile, ReleaseProfile) needs euid 0, or
  * a yes from polkit for the matching org.placed1.* action. polkit is asked
  * asynchronously (the method is answered when polkit has, so a hung polkit
  * delays only its caller) and non-interactively: a "challenge" answer
@@ -103,6 +116,7 @@
 #include <string.h>
 
 #include "energy.h"
+#include "follow.h"
 #include "idle.h"
 #include "log.h"
 #include "loop.h"
@@ -255,6 +269,29 @@ static int bus_authorize_then(sd_bus_message *msg, Manager *m, const char *actio
         return 1;
 }
 
+/*
+ * Who sent msg, for people: "placectl (pid 42)", else its bus name. The
+ * command name is read from /proc (racy, so only ever shown, never trusted).
+ */
+static char *bus_describe_sender(sd_bus_message *msg) {
+        const char *sender = sd_bus_message_get_sender(msg), *comm = NULL;
+        sd_bus_creds *creds = NULL;
+        pid_t pid = 0;
+        char *s = NULL;
+
+        if (sd_bus_query_sender_creds(msg,
+                                      SD_BUS_CREDS_PID | SD_BUS_CREDS_COMM | SD_BUS_CREDS_AUGMENT,
+                                      &creds) >= 0) {
+                (void)sd_bus_creds_get_pid(creds, &pid);
+                (void)sd_bus_creds_get_comm(creds, &comm);
+        }
+        int r = comm && pid > 0 ? asprintf(&s, "%s (pid %d)", comm, (int)pid)
+                : pid > 0       ? asprintf(&s, "%s (pid %d)", sender ? sender : "?", (int)pid)
+                                : asprintf(&s, "%s", sender ? sender : "?");
+        sd_bus_creds_unref(creds);
+        return r < 0 ? NULL : s;
+}
+
 static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error *error) {
         return sd_bus_error_setf(error, PLACED_ERROR_UNKNOWN_PROFILE,
                                  "Unknown profile \"%s\" (%u profiles are known; see the "
@@ -270,13 +307,24 @@ static int set_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error 
         if (r < 0)
                 return r;
 
-        r = manager_set_profile(m, name);
+        _cleanup_free_ char *by = bus_describe_sender(msg);
+        r = manager_set_profile(m, name, by);
         if (r == -ENOENT)
                 return bus_error_unknown_profile(m, name, error);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot select profile \"%s\": %m", name);
-        log_info("Profile %s selected by %s.", name, sd_bus_message_get_sender(msg));
+        log_info("Profile %s selected by %s.", name, by ? by : sd_bus_message_get_sender(msg));
         return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int reset_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+        (void)manager_reset_profile(m);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_reset_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return bus_authorize_then(msg, userdata, "org.placed1.set-profile",
+                                  reset_profile_authorized, error);
 }
 
 static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -550,7 +598,8 @@ static int hold_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error
                                          "This client holds %d profile holds already; release "
                                          "one first.",
                                          BUS_HOLDS_PER_CLIENT);
-        r = manager_hold_profile(m, profile, reason, sender, &cookie);
+        _cleanup_free_ char *holder = bus_describe_sender(msg);
+        r = manager_hold_profile(m, profile, reason, sender, holder, &cookie);
         if (r == -ENOENT)
                 return bus_error_unknown_profile(m, profile, error);
         if (r == -E2BIG)
@@ -610,6 +659,29 @@ static int property_get_active_profile(sd_bus *bus, const char *path, const char
                                        sd_bus_error *error) {
         Manager *m = userdata;
         return sd_bus_message_append(reply, "s", m->profile ? m->profile->name : "");
+}
+
+static int property_get_profile_source(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", profile_source_to_string(m->profile_source));
+}
+
+static int property_get_profile_reason(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->profile_reason);
+}
+
+static int property_get_follow(sd_bus *bus, const char *path, const char *interface,
+                               const char *property, sd_bus_message *reply, void *userdata,
+                               sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, PLACED_FOLLOW,
+                                     follow_state_to_string(m->followed.state), m->followed.daemon,
+                                     m->followed.ppd_profile);
 }
 
 static int property_get_profiles(sd_bus *bus, const char *path, const char *interface,
@@ -703,6 +775,9 @@ static int property_get_sampler_counter(sd_bus *bus, const char *path, const cha
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("ActiveProfile", "s", property_get_active_profile, 0, EMITS),
+        SD_BUS_PROPERTY("ActiveProfileSource", "s", property_get_profile_source, 0, EMITS),
+        SD_BUS_PROPERTY("ActiveProfileReason", "s", property_get_profile_reason, 0, EMITS),
+        SD_BUS_PROPERTY("Follow", PLACED_FOLLOW, property_get_follow, 0, EMITS),
         SD_BUS_PROPERTY("Profiles", "as", property_get_profiles, 0, EMITS),
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, EMITS),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -725,6 +800,7 @@ static const sd_bus_vtable manager_vtable[] = {
 
         SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ResetProfile", "", "", method_reset_profile, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Restore", "", "", method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , PLACED_SIG_LIST_GROUPS, SD_BUS_PARAM(groups),
@@ -803,7 +879,10 @@ static void bus_on_reconnect_timer(void *userdata) {
         }
         loop_attach_bus(m->loop, m->bus);
         log_notice("Reconnected to %s; %s is served again.", m->bus_description, PLACED_BUS_NAME);
-        bus_emit_properties_changed(m, "ActiveProfile", "Holds", "Mode", NULL);
+        if (m->config.follow == FOLLOW_POWER_PROFILES)
+                (void)follow_start(m);
+        bus_emit_properties_changed(m, "ActiveProfile", "ActiveProfileSource",
+                                    "ActiveProfileReason", "Holds", "Mode", NULL);
 }
 
 /* Connects as spec says. Return: 0 with *ret (NULL: no system bus, carry on), or negative errno. */
@@ -889,9 +968,19 @@ int bus_open(Manager *m, const char *spec) {
         return 0;
 }
 
+void bus_apply_follow(Manager *m) {
+        if (m->config.follow != FOLLOW_POWER_PROFILES)
+                follow_stop(m);
+        else if (m->bus)
+                (void)follow_start(m);
+        else
+                log_warning("follow = power-profiles needs D-Bus (--bus); not following.");
+}
+
 void bus_close(Manager *m) {
         if (!m->bus)
                 return;
+        follow_stop(m); /* its slots live on this connection */
         if (m->loop)
                 loop_detach_bus(m->loop);
         m->bus = sd_bus_flush_close_unref(m->bus);

@@ -18,6 +18,13 @@
 int bus_open(Manager *m, const char *spec);
 void bus_close(Manager *m);
 
+/*
+ * bus_apply_follow() - start or stop following the power-profiles API on
+ * m->bus (follow.c) as m->config.follow says; without a bus, say that
+ * placed cannot follow.
+ */
+void bus_apply_follow(Manager *m);
+
 /* Emits PropertiesChanged for the NULL-terminated property names. No-op without a bus. */
 void bus_emit_properties_changed(Manager *m, const char *property, ...);
 

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stderr logging with sd-daemon(3) priority prefixes. Under systemd stderr is
- * a stream to journald, which turns "<N>" into the entry's priority; on a
- * terminal the prefix would only be noise, so it is left out there.
+ * a stream to journald, which turns "<N>" into the entry's priority: systemd
+ * says so in JOURNAL_STREAM ("DEV:INODE" of that stream), which counts only
+ * while stderr still is that stream (a child of the service may have
+ * redirected it). On a terminal the prefix would only be noise, so a person
+ * reads plain lines; into a pipe or a file the prefix stays, so whatever
+ * reads it can tell the levels apart.
  *
  * Messages carry outside text (comms, hold reasons, file names, journal
  * keys). A newline in it would start a new journal entry with a priority of
@@ -15,7 +19,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int max_level = LOG_INFO;
@@ -57,6 +63,23 @@ size_t log_escape(const char *s, char *buf, size_t size) {
         return n;
 }
 
+/* Return: true if stderr is the journal stream systemd named in JOURNAL_STREAM. */
+static bool log_stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+bool log_use_prefix(void) {
+        static int prefix = -1;
+        if (prefix < 0)
+                prefix = log_stderr_is_journal() || !isatty(STDERR_FILENO);
+        return prefix;
+}
+
 int log_internal(int level, int error, const char *fmt, ...) {
         int saved = errno;
         int r = error > 0 ? -error : error;
@@ -77,10 +100,7 @@ int log_internal(int level, int error, const char *fmt, ...) {
         char safe[sizeof(msg) * 4];
         log_escape(msg, safe, sizeof(safe));
 
-        static int prefix = -1;
-        if (prefix < 0)
-                prefix = !isatty(STDERR_FILENO);
-        if (prefix)
+        if (log_use_prefix())
                 fprintf(stderr, "<%d>%s\n", level, safe);
         else
                 fprintf(stderr, "%s\n", safe);

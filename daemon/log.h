@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Logging for the daemon and placectl: stderr, with sd-daemon priority
- * prefixes ("<3>") when stderr is not a terminal, so the journal keeps levels.
+ * prefixes ("<3>") for the journal (JOURNAL_STREAM) and pipes, so levels are
+ * kept; plain lines on a terminal.
  * lib/ does not log; daemon/ logs once, at the boundary, with quoted names
  * and the errno text.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <syslog.h>
 
 #include "macro.h"
 
 void log_set_max_level(int level);
+/* Return: true when lines carry "<N>" (stderr is the journal, a pipe or a file, not a terminal). */
+bool log_use_prefix(void);
 int log_get_max_level(void);
 
 /*

@@ -161,6 +161,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         break;
                 case 'c':
                         a->opts.paths.main_file = optarg;
+                        a->opts.config_required = true;
                         free(a->dropin_dir);
                         if (asprintf(&a->dropin_dir, "%s.d", optarg) < 0)
                                 return -ENOMEM;
@@ -289,6 +290,14 @@ static int read_file(const char *path, char **ret) {
         return 0;
 }
 
+/* Errors and warnings of the configuration, each naming its file (and line). */
+static void config_diag_log(void *userdata, ConfigDiagLevel level, const char *message) {
+        if (level == CONFIG_DIAG_ERROR)
+                log_error("%s", message);
+        else
+                log_warning("%s", message);
+}
+
 /* "placed --plan": the policy, offline, on a snapshot of the model. */
 static int plan(const Args *a) {
         _cleanup_(topo_freep) Topology *t = NULL;
@@ -315,10 +324,11 @@ static int plan(const Args *a) {
                 return r;
         }
 
-        r = config_load(&a->opts.paths, NULL, NULL, &c);
+        r = config_load(&a->opts.paths, config_diag_log, NULL, &c);
         if (r < 0) {
                 policy_snapshot_free(s);
-                return log_error_errno(r, "Failed to load the configuration and profiles: %m");
+                return log_error_errno(r, "Failed to load the configuration (%s) and profiles: %m",
+                                       a->opts.paths.main_file);
         }
         const char *name = a->opts.profile ? a->opts.profile : s->profile;
         const Profile *profile = config_find_profile(&c, name);

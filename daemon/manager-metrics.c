@@ -69,7 +69,7 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
                 .mode = manager_mode_to_string(m->mode),
                 .wake_source = m->wake_source ? m->wake_source : "none",
                 .profile = m->profile ? m->profile->name : "",
-                .profile_source = manager_profile_source(m),
+                .profile_source = profile_source_to_string(m->profile_source),
                 .n_holds = m->n_holds,
                 .placement_changes = m->n_placement_changes,
                 .trials_started = m->n_trials_started,

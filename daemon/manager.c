@@ -5,9 +5,11 @@
  * manager_start() loads configuration and topology, restores what a crashed
  * predecessor left in the undo journal, connects to the bus and arms the
  * tick; manager_tick() runs the pipeline; a clean stop undoes every change.
- * Reloads, profile changes and holds all funnel through
+ * Reloads, profile changes, holds and the followed daemon all funnel through
  * manager_update_profile(), so the active profile has one definition: the
- * newest hold's profile, else the selected one.
+ * newest hold's profile, else the one a person chose (SetProfile, --profile),
+ * else the followed daemon's mapped profile ([daemon] follow), else the
+ * configured one; and one sentence says which and why.
  */
 #include "manager.h"
 
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bus.h"
 #include "journal.h"
@@ -36,12 +39,6 @@ static uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
         clock_gettime(clock, &ts);
         return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
-const char *manager_profile_source(const Manager *m) {
-        if (m->n_holds > 0)
-                return "hold";
-        return m->profile_chosen ? "selected" : "config";
 }
 
 const char *manager_mode_to_string(ManagerMode mode) {
@@ -115,8 +112,10 @@ Manager *manager_free(Manager *m) {
         for (unsigned i = 0; i < m->n_holds; i++) {
                 free(m->holds[i].reason);
                 free(m->holds[i].owner);
+                free(m->holds[i].holder);
         }
         free(m->holds);
+        free(m->chosen_by);
         group_array_free(m->groups, m->n_groups);
         topo_free(m->topo);
         config_done(&m->config);
@@ -140,9 +139,78 @@ static void manager_notify_status(Manager *m) {
                    manager_mode_to_string(m->mode), m->n_groups, m->last_tick_cost_usec);
 }
 
-/* Resolves the active profile from holds and selection. Return: 1 if it changed. */
+const char *profile_source_to_string(ProfileSource s) {
+        static const char *const names[] = {
+                [PROFILE_SOURCE_HELD] = "held",
+                [PROFILE_SOURCE_CHOSEN] = "chosen",
+                [PROFILE_SOURCE_FOLLOWED] = "followed",
+                [PROFILE_SOURCE_CONFIGURED] = "configured",
+        };
+        return (unsigned)s < ELEMENTSOF(names) ? names[s] : "?";
+}
+
+const char *follow_state_to_string(FollowState s) {
+        static const char *const names[] = {
+                [FOLLOW_STATE_OFF] = "off",
+                [FOLLOW_STATE_WAITING] = "waiting",
+                [FOLLOW_STATE_FOLLOWING] = "following",
+                [FOLLOW_STATE_GONE] = "gone",
+        };
+        return (unsigned)s < ELEMENTSOF(names) ? names[s] : "?";
+}
+
+/* The followed daemon's profile mapped to one of ours; NULL when there is none to follow. */
+static const char *manager_followed_profile(const Manager *m) {
+        const ManagerFollow *f = &m->followed;
+        if (m->config.follow != FOLLOW_POWER_PROFILES || f->ppd_profile[0] == '\0')
+                return NULL;
+        return config_follow_profile(&m->config, f->ppd_profile);
+}
+
+/* Picks the profile in force by precedence, and says why in words. Return: its name. */
+static const char *manager_resolve_profile(Manager *m, ProfileSource *ret_source, char *reason,
+                                           size_t size) {
+        const ManagerFollow *f = &m->followed;
+        const char *followed = manager_followed_profile(m);
+
+        if (m->n_holds > 0) {
+                const ProfileHold *h = &m->holds[m->n_holds - 1];
+                *ret_source = PROFILE_SOURCE_HELD;
+                snprintf(reason, size, "held by %s for \"%s\"", h->holder, h->reason);
+                return h->profile;
+        }
+        if (m->chosen_profile[0] && config_find_profile(&m->config, m->chosen_profile)) {
+                *ret_source = PROFILE_SOURCE_CHOSEN;
+                snprintf(reason, size, "set by %s", m->chosen_by ? m->chosen_by : "a person");
+                return m->chosen_profile;
+        }
+        if (followed && config_find_profile(&m->config, followed)) {
+                *ret_source = PROFILE_SOURCE_FOLLOWED;
+                snprintf(reason, size, "followed from %s's \"%s\"%s", f->daemon, f->ppd_profile,
+                         f->state == FOLLOW_STATE_GONE ? "; it has left the bus, the last profile "
+                                                         "is kept"
+                                                       : "");
+                return followed;
+        }
+        *ret_source = PROFILE_SOURCE_CONFIGURED;
+        if (m->config.follow == FOLLOW_POWER_PROFILES && f->state == FOLLOW_STATE_WAITING)
+                snprintf(reason, size,
+                         "configured; following power-profiles, but no daemon owns "
+                         "the power-profiles API yet");
+        else if (m->config.follow == FOLLOW_POWER_PROFILES)
+                snprintf(reason, size,
+                         "configured; following power-profiles, but no profile of it that "
+                         "[follow] maps yet");
+        else
+                snprintf(reason, size, "configured");
+        return m->config.profile;
+}
+
+/* Resolves the active profile (see the top of the file). Return: 1 if it changed. */
 static int manager_update_profile(Manager *m) {
-        const char *name = m->n_holds > 0 ? m->holds[m->n_holds - 1].profile : m->selected_profile;
+        char reason[sizeof(m->profile_reason)];
+        ProfileSource source;
+        const char *name = manager_resolve_profile(m, &source, reason, sizeof(reason));
         const Profile *p = config_find_profile(&m->config, name);
         if (!p) /* only possible after a reload removed a held profile: fall back */
                 p = config_find_profile(&m->config, m->config.profile);
@@ -150,12 +218,65 @@ static int manager_update_profile(Manager *m) {
                 return -ENOENT;
 
         bool changed = !m->profile || strcmp(m->profile->name, p->name) != 0;
+        bool why_changed = source != m->profile_source || strcmp(reason, m->profile_reason) != 0;
         m->profile = p;
-        if (changed) {
-                log_info("Active profile: %s", p->name);
-                bus_emit_properties_changed(m, "ActiveProfile", NULL);
-        }
+        m->profile_source = source;
+        snprintf(m->profile_reason, sizeof(m->profile_reason), "%s", reason);
+        if (changed || why_changed)
+                log_info("Active profile: %s, %s.", p->name, reason);
+        if (changed)
+                bus_emit_properties_changed(m, "ActiveProfile", "ActiveProfileSource",
+                                            "ActiveProfileReason", NULL);
+        else if (why_changed)
+                bus_emit_properties_changed(m, "ActiveProfileSource", "ActiveProfileReason", NULL);
         return changed;
+}
+
+void manager_follow_update(Manager *m, const char *daemon, const char *ppd_profile) {
+        ManagerFollow *f = &m->followed;
+        bool news = f->state != FOLLOW_STATE_FOLLOWING || strcmp(f->daemon, daemon) != 0 ||
+                    strcmp(f->ppd_profile, ppd_profile) != 0;
+        if (!news)
+                return;
+        const char *mapped = config_follow_profile(&m->config, ppd_profile);
+        if (!mapped) {
+                log_warning("%s's profile is \"%s\", which [follow] does not map (power-saver, "
+                            "balanced, performance); keeping the last one.",
+                            daemon, ppd_profile);
+                return;
+        }
+        snprintf(f->daemon, sizeof(f->daemon), "%s", daemon);
+        snprintf(f->ppd_profile, sizeof(f->ppd_profile), "%s", ppd_profile);
+        f->state = FOLLOW_STATE_FOLLOWING;
+        log_info("%s's profile is %s: placed follows with %s%s.", daemon, ppd_profile, mapped,
+                 m->n_holds > 0 || m->chosen_profile[0] ? " once holds and choices are released"
+                                                        : "");
+        (void)manager_update_profile(m);
+        bus_emit_properties_changed(m, "Follow", NULL);
+}
+
+void manager_follow_lost(Manager *m) {
+        ManagerFollow *f = &m->followed;
+        if (f->state == FOLLOW_STATE_GONE || f->state == FOLLOW_STATE_OFF)
+                return;
+        if (f->state == FOLLOW_STATE_FOLLOWING) {
+                f->state = FOLLOW_STATE_GONE;
+                log_notice("%s has left the bus; keeping its last profile, \"%s\" (%s).", f->daemon,
+                           f->ppd_profile,
+                           manager_followed_profile(m) ? manager_followed_profile(m) : "?");
+        }
+        (void)manager_update_profile(m);
+        bus_emit_properties_changed(m, "Follow", NULL);
+}
+
+/* Starts or stops watching the power-profiles API as [daemon] follow says. */
+static void manager_apply_follow(Manager *m) {
+        if (m->config.follow == FOLLOW_POWER_PROFILES) {
+                if (m->followed.state == FOLLOW_STATE_OFF)
+                        m->followed.state = FOLLOW_STATE_WAITING;
+        } else
+                m->followed = (ManagerFollow){ .state = FOLLOW_STATE_OFF };
+        bus_apply_follow(m);
 }
 
 static int manager_load_config(Manager *m, Config *ret, char **err) {
@@ -218,21 +339,58 @@ static int manager_setup_loop(Manager *m) {
         return 0;
 }
 
+/*
+ * What start-up needs and the configuration loader would take for "not
+ * there, use the defaults": an explicit --config FILE and the --procfs-root
+ * directory. Return: 0, or negative errno (logged with the path).
+ */
+static int manager_check_paths(Manager *m) {
+        const char *main_file = m->opts.paths.main_file;
+
+        if (main_file && access(main_file, F_OK) < 0) {
+                int r = negative_errno();
+                if (m->opts.config_required)
+                        return log_error_errno(r,
+                                               "Cannot read the configuration file \"%s\" "
+                                               "(--config): %m",
+                                               main_file);
+                log_info("No configuration file \"%s\" (%s); using the built-in defaults.",
+                         main_file, strerror(-r));
+        }
+        /* Only that it is there: a test gives an empty directory so nothing real is touched. */
+        if (access(m->opts.procfs_root, F_OK) < 0)
+                return log_error_errno(negative_errno(),
+                                       "Cannot use \"%s\" as the proc file system "
+                                       "(--procfs-root): %m",
+                                       m->opts.procfs_root);
+        return 0;
+}
+
 int manager_start(Manager *m) {
         int r;
 
         m->start_usec = now_usec(CLOCK_MONOTONIC);
         m->start_realtime_usec = now_usec(CLOCK_REALTIME);
 
-        r = manager_load_config(m, &m->config, NULL);
+        r = manager_check_paths(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to load the configuration: %m");
+                return r;
+        r = manager_load_config(m, &m->config, NULL);
+        if (r < 0) /* the diagnostics above named the file, line and value */
+                return log_error_errno(r,
+                                       "Not starting: the configuration (main file \"%s\") did "
+                                       "not load; the error above says why.",
+                                       m->opts.paths.main_file ? m->opts.paths.main_file : "none");
 
-        const char *name = m->opts.profile ? m->opts.profile : m->config.profile;
-        if (!config_find_profile(&m->config, name))
-                return log_error_errno(ENOENT, "Unknown profile \"%s\".", name);
-        snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
-        m->profile_chosen = m->opts.profile != NULL;
+        if (m->opts.profile) {
+                if (!config_find_profile(&m->config, m->opts.profile))
+                        return log_error_errno(ENOENT, "Unknown profile \"%s\" (--profile).",
+                                               m->opts.profile);
+                snprintf(m->chosen_profile, sizeof(m->chosen_profile), "%s", m->opts.profile);
+                m->chosen_by = strdup("the command line (--profile)");
+        }
+        if (m->config.follow == FOLLOW_POWER_PROFILES)
+                m->followed.state = FOLLOW_STATE_WAITING;
         (void)manager_update_profile(m);
 
         m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
@@ -266,6 +424,7 @@ int manager_start(Manager *m) {
                 return r;
         if (m->bus)
                 loop_attach_bus(m->loop, m->bus);
+        manager_apply_follow(m);
 
         log_info("placed %s started: profile %s, %s mode, tick %u ms, %s.", PLACED_VERSION,
                  m->profile->name, manager_mode_to_string(m->mode), m->interval_ms,
@@ -352,16 +511,12 @@ int manager_reload(Manager *m, char **err) {
         m->profile = NULL;
         config_done(&m->config);
         m->config = fresh;
-        if (!config_find_profile(&m->config, m->selected_profile)) {
-                log_warning("Profile \"%s\" is gone after the reload; using \"%s\".",
-                            m->selected_profile, m->config.profile);
-                snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
-        } else if (!m->profile_chosen && strcmp(m->selected_profile, m->config.profile) != 0) {
-                /* Nobody chose the running one: the configured default is the choice. */
-                log_info("The configured default profile is now \"%s\" (was \"%s\").",
-                         m->config.profile, m->selected_profile);
-                snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", m->config.profile);
+        if (m->chosen_profile[0] && !config_find_profile(&m->config, m->chosen_profile)) {
+                log_warning("Profile \"%s\" (set by %s) is gone after the reload.",
+                            m->chosen_profile, m->chosen_by ? m->chosen_by : "a person");
+                (void)manager_reset_profile(m);
         }
+        manager_apply_follow(m);
         (void)manager_update_profile(m);
 
         if (!m->opts.interval_ms && m->interval_ms != m->config.interval_ms) {
@@ -371,22 +526,38 @@ int manager_reload(Manager *m, char **err) {
 
         m->n_reloads++;
         m->metrics_textfile_error = 0; /* maybe another file now: say again what fails */
-        bus_emit_properties_changed(m, "ActiveProfile", "Profiles", "Reloads", NULL);
+        bus_emit_properties_changed(m, "ActiveProfile", "ActiveProfileSource",
+                                    "ActiveProfileReason", "Follow", "Profiles", "Reloads", NULL);
         sd_notify(0, "READY=1");
         manager_notify_status(m);
         return 0;
 }
 
-int manager_set_profile(Manager *m, const char *name) {
+int manager_set_profile(Manager *m, const char *name, const char *by) {
         if (!config_find_profile(&m->config, name))
                 return -ENOENT;
-        snprintf(m->selected_profile, sizeof(m->selected_profile), "%s", name);
-        m->profile_chosen = true;
+        char *who = strdup(by ? by : "a person");
+        if (!who)
+                return -ENOMEM;
+        free(m->chosen_by);
+        m->chosen_by = who;
+        snprintf(m->chosen_profile, sizeof(m->chosen_profile), "%s", name);
         return manager_update_profile(m);
 }
 
+int manager_reset_profile(Manager *m) {
+        if (!m->chosen_profile[0])
+                return 0;
+        log_info("Profile %s (set by %s) released.", m->chosen_profile,
+                 m->chosen_by ? m->chosen_by : "a person");
+        m->chosen_profile[0] = '\0';
+        m->chosen_by = mfree(m->chosen_by);
+        (void)manager_update_profile(m);
+        return 1;
+}
+
 int manager_hold_profile(Manager *m, const char *profile, const char *reason, const char *owner,
-                         uint32_t *ret_cookie) {
+                         const char *holder, uint32_t *ret_cookie) {
         if (!config_find_profile(&m->config, profile))
                 return -ENOENT;
         if (m->n_holds >= MANAGER_MAX_HOLDS)
@@ -402,15 +573,17 @@ int manager_hold_profile(Manager *m, const char *profile, const char *reason, co
         snprintf(h->profile, sizeof(h->profile), "%s", profile);
         h->reason = strdup(reason ? reason : "");
         h->owner = strdup(owner ? owner : "");
-        if (!h->reason || !h->owner) {
+        h->holder = strdup(holder ? holder : h->owner ? h->owner : "");
+        if (!h->reason || !h->owner || !h->holder) {
                 free(h->reason);
                 free(h->owner);
+                free(h->holder);
                 return -ENOMEM;
         }
         m->n_holds++;
         m->next_cookie++;
 
-        log_info("Profile %s held by %s (cookie %u): %s", profile, h->owner, h->cookie, h->reason);
+        log_info("Profile %s held by %s (cookie %u): %s", profile, h->holder, h->cookie, h->reason);
         (void)manager_update_profile(m);
         bus_emit_properties_changed(m, "Holds", NULL);
         *ret_cookie = h->cookie;
@@ -421,6 +594,7 @@ static void manager_drop_hold(Manager *m, unsigned i) {
         log_info("Profile hold %u (%s) released.", m->holds[i].cookie, m->holds[i].profile);
         free(m->holds[i].reason);
         free(m->holds[i].owner);
+        free(m->holds[i].holder);
         memmove(&m->holds[i], &m->holds[i + 1], (m->n_holds - i - 1) * sizeof(*m->holds));
         m->n_holds--;
 }

@@ -26,6 +26,7 @@ typedef struct Pipeline Pipeline;
 
 typedef struct ManagerOptions {
         ConfigPaths paths;
+        bool config_required;    /* --config FILE: its absence is an error, not "defaults" */
         const char *profile;     /* --profile: overrides the configured default; NULL = config */
         bool dry_run;            /* --dry-run: advise mode from the start */
         const char *bus;         /* "system", "session", "none" or an address */
@@ -41,7 +42,32 @@ typedef struct ProfileHold {
         char profile[PROFILE_NAME_MAX];
         char *reason; /* owned */
         char *owner;  /* owned: the holder's unique bus name */
+        char *holder; /* owned: who that is, for people ("placectl (pid 42)") */
 } ProfileHold;
+
+/* Why the active profile is in force, strongest first. */
+typedef enum ProfileSource {
+        PROFILE_SOURCE_HELD,       /* the newest hold's */
+        PROFILE_SOURCE_CHOSEN,     /* SetProfile ("placectl profile NAME") or --profile */
+        PROFILE_SOURCE_FOLLOWED,   /* [daemon] follow: mapped from the followed daemon's */
+        PROFILE_SOURCE_CONFIGURED, /* [daemon] profile */
+} ProfileSource;
+
+/* What placed knows of the followed power-profiles daemon (follow.c reports it). */
+typedef enum FollowState {
+        FOLLOW_STATE_OFF,       /* [daemon] follow = none */
+        FOLLOW_STATE_WAITING,   /* no daemon owns the API (yet) */
+        FOLLOW_STATE_FOLLOWING, /* a daemon owns it and its profile is known */
+        FOLLOW_STATE_GONE,      /* it left: its last profile is kept */
+} FollowState;
+
+typedef struct ManagerFollow {
+        FollowState state;
+        char daemon[64];                    /* "power-profiles-daemon", ... or its bus name */
+        char ppd_profile[PROFILE_NAME_MAX]; /* its last profile, "" before the first */
+} ManagerFollow;
+
+typedef struct Follow Follow;
 
 typedef enum ManagerMode {
         MANAGER_ENFORCE, /* changes are applied */
@@ -51,9 +77,13 @@ typedef enum ManagerMode {
 typedef struct Manager {
         ManagerOptions opts;
         Config config;
-        char selected_profile[PROFILE_NAME_MAX]; /* chosen by --profile/config/SetProfile */
-        bool profile_chosen;    /* by a person (--profile, SetProfile): a reload keeps it */
-        const Profile *profile; /* active: the newest hold's, else selected */
+        char chosen_profile[PROFILE_NAME_MAX]; /* by --profile or SetProfile; "" = none */
+        char *chosen_by;                       /* owned: who chose it, for people */
+        const Profile *profile;                /* active: see manager_update_profile() */
+        ProfileSource profile_source;
+        char profile_reason[512]; /* why it is in force, in words */
+        ManagerFollow followed;
+        Follow *follow; /* the D-Bus watch on the power-profiles API (follow.c); NULL when off */
         ManagerMode mode;
         unsigned interval_ms;
 
@@ -116,18 +146,40 @@ void manager_tick(Manager *m);
 int manager_reload(Manager *m, char **err);
 
 /*
- * manager_set_profile() - select a profile. Return: 1 if the active profile
- * changed, 0 if it was already active (or a hold overrides it), -ENOENT for
- * an unknown profile.
+ * manager_set_profile() - a person chose a profile (by: who, for the status).
+ * It wins over the followed and the configured one until
+ * manager_reset_profile(). Return: 1 if the active profile changed, 0 if it
+ * was already active (or a hold overrides it), -ENOENT for an unknown profile.
  */
-int manager_set_profile(Manager *m, const char *name);
+int manager_set_profile(Manager *m, const char *name, const char *by);
 
 /*
- * manager_hold_profile() - hold profile for owner until released.
+ * manager_reset_profile() - forget the chosen profile: the followed one, else
+ * the configured one, is in force again (unless held).
+ * Return: 1 if a chosen profile was dropped, 0 if there was none.
+ */
+int manager_reset_profile(Manager *m);
+
+/*
+ * manager_hold_profile() - hold profile for owner until released; holder
+ * says who that is, for people.
  * Return: 0 and *ret_cookie; -ENOENT unknown profile; -E2BIG too many holds.
  */
 int manager_hold_profile(Manager *m, const char *profile, const char *reason, const char *owner,
-                         uint32_t *ret_cookie);
+                         const char *holder, uint32_t *ret_cookie);
+
+/*
+ * What follow.c reports: the followed daemon's profile (ppd_profile, e.g.
+ * "power-saver") as daemon said it, and that no daemon owns the API any more
+ * (the last profile is kept). The mapping ([follow]) turns it into a profile.
+ */
+void manager_follow_update(Manager *m, const char *daemon, const char *ppd_profile);
+void manager_follow_lost(Manager *m);
+
+/* "held", "chosen", "followed", "configured" */
+const char *profile_source_to_string(ProfileSource s);
+/* "off", "waiting", "following", "gone" */
+const char *follow_state_to_string(FollowState s);
 /* Return: 1 released, 0 no such hold (or not owner's when owner != NULL). */
 int manager_release_profile(Manager *m, uint32_t cookie, const char *owner);
 /* Drops every hold of owner (it left the bus). Return: number released. */
@@ -144,7 +196,6 @@ int manager_restore(Manager *m);
  * "hold" (a client holds it), "selected" (--profile or SetProfile), "config"
  * (the configured default).
  */
-const char *manager_profile_source(const Manager *m);
 
 /* "enforce" or "advise" */
 const char *manager_mode_to_string(ManagerMode mode);

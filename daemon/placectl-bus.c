@@ -115,6 +115,19 @@ static int read_strings(sd_bus_message *reply, json_object *v) {
         return r;
 }
 
+/* The Follow property: {state, daemon, profile}. */
+static int read_follow(sd_bus_message *reply, json_object **ret) {
+        const char *state, *daemon, *profile;
+        int r = sd_bus_message_read(reply, PLACED_FOLLOW, &state, &daemon, &profile);
+        if (r < 0)
+                return r;
+        *ret = json_object_new_object();
+        json_object_object_add(*ret, "state", json_object_new_string(state));
+        json_object_object_add(*ret, "daemon", json_object_new_string(daemon));
+        json_object_object_add(*ret, "profile", json_object_new_string(profile));
+        return 0;
+}
+
 /* Reads the Holds property into a JSON array. Return: >= 0 or negative errno. */
 static int read_holds(sd_bus_message *reply, json_object *v) {
         const char *profile, *reason;
@@ -177,6 +190,8 @@ static int status_read_value(sd_bus_message *reply, const char *key, json_object
                 r = read_strings(reply, v = json_object_new_array());
         else if (strcmp(contents, PLACED_SIG_HOLDS) == 0)
                 r = read_holds(reply, v = json_object_new_array());
+        else if (strcmp(contents, PLACED_FOLLOW) == 0)
+                r = read_follow(reply, &v);
         else
                 r = sd_bus_message_skip(reply, contents); /* newer daemon, unknown type */
         if (r >= 0)

@@ -129,6 +129,24 @@ void print_status_text(json_object *status, size_t n_groups, json_object *classe
                 }
                 printf(")");
         }
+        printf("\n          Why: ");
+        print_text_escaped(json_get_str(status, "ActiveProfileReason"));
+        json_object *follow;
+        if (json_object_object_get_ex(status, "Follow", &follow) &&
+            strcmp(json_get_str(follow, "state"), "off") != 0) {
+                const char *state = json_get_str(follow, "state");
+                printf("\n      Follows: power-profiles API: ");
+                if (strcmp(state, "waiting") == 0)
+                        printf("no daemon owns it");
+                else {
+                        print_text_escaped(json_get_str(follow, "daemon"));
+                        printf(" is at \"");
+                        print_text_escaped(json_get_str(follow, "profile"));
+                        printf("\"%s", strcmp(state, "gone") == 0
+                                               ? " (it has left the bus; its last profile is kept)"
+                                               : "");
+                }
+        }
         printf("\n         Mode: %s\n", json_get_str(status, "Mode"));
         if (json_object_object_get_ex(status, "Holds", &holds) &&
             json_object_array_length(holds) > 0)
@@ -176,6 +194,9 @@ json_object *status_to_json(json_object *status, json_object *classes, json_obje
         static const char *const keys[][2] = {
                 { "Version", "version" },
                 { "ActiveProfile", "active_profile" },
+                { "ActiveProfileSource", "active_profile_source" },
+                { "ActiveProfileReason", "active_profile_reason" },
+                { "Follow", "follow" },
                 { "Profiles", "profiles" },
                 { "Mode", "mode" },
                 { "WakeSource", "wake_source" },

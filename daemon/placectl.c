@@ -36,7 +36,11 @@ static void help(void) {
                "                            and idle-state residency\n"
                "  profile                   Print the active profile\n"
                "  profile NAME              Select profile NAME (power-first, balanced,\n"
-               "                            latency-first, or one of your own)\n"
+               "                            latency-first, or one of your own); it wins over\n"
+               "                            the followed and the configured profile\n"
+               "  profile --reset           Drop that choice: follow power-profiles-daemon\n"
+               "                            again (follow = power-profiles), else the\n"
+               "                            configured profile\n"
                "  groups                    The task groups placed manages, and where they run\n"
                "  explain TID               Why task TID runs where it does\n"
                "  graph [--dot|--json]      The wake graph: tasks by group and edges by rate;\n"
@@ -56,6 +60,7 @@ static void help(void) {
                "  -j --json                 Print JSON (status, profile, groups, explain, graph)\n"
                "     --dot                  Print the wake graph as DOT (graph)\n"
                "  -r --reason TEXT          Why you hold a profile (hold; shown in status)\n"
+               "     --reset                With profile: release the chosen profile\n"
                "  -F --format FORMAT        metrics: openmetrics (default) or prometheus\n"
                "  -h --help                 Show this help\n"
                "     --version              Show the version\n"
@@ -77,6 +82,10 @@ int usage_error(const char *fmt, ...) {
 }
 
 static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
+        if (a->reset && argc == 1)
+                return usage_error("profile takes a NAME or --reset, not both.");
+        if (a->reset)
+                return pctl_call(bus, "ResetProfile", NULL, NULL);
         if (argc == 1)
                 return pctl_call(bus, "SetProfile", NULL, "s", argv[0]);
 
@@ -90,6 +99,12 @@ static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
                 json_object_object_add(
                         o, "active_profile",
                         json_object_new_string(json_get_str(status, "ActiveProfile")));
+                json_object_object_add(
+                        o, "source",
+                        json_object_new_string(json_get_str(status, "ActiveProfileSource")));
+                json_object_object_add(
+                        o, "reason",
+                        json_object_new_string(json_get_str(status, "ActiveProfileReason")));
                 if (json_object_object_get_ex(status, "Profiles", &profiles))
                         json_object_object_add(o, "profiles", json_object_get(profiles));
                 print_json(o);
@@ -340,16 +355,23 @@ static int verb_check(const Verb *v, const Args *a, int nargs, char **args) {
                 return usage_error("--dot is for graph only.");
         if (a->dot && a->json)
                 return usage_error("graph prints --dot or --json, not both.");
+        if (a->reset && strcmp(v->name, "profile") != 0)
+                return usage_error("--reset goes with profile only.");
         if (a->format && strcmp(v->name, "metrics") != 0)
                 return usage_error("--format applies to metrics only, not to %s.", v->name);
         return 0;
 }
 
 static const struct option options[] = {
-        { "address", required_argument, NULL, 'a' }, { "json", no_argument, NULL, 'j' },
-        { "reason", required_argument, NULL, 'r' },  { "format", required_argument, NULL, 'F' },
-        { "dot", no_argument, NULL, 'D' },           { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },       {},
+        { "address", required_argument, NULL, 'a' },
+        { "json", no_argument, NULL, 'j' },
+        { "reason", required_argument, NULL, 'r' },
+        { "format", required_argument, NULL, 'F' },
+        { "reset", no_argument, NULL, 'R' },
+        { "dot", no_argument, NULL, 'D' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        {},
 };
 
 /* Return: -1 to go on, or the exit code (--help, --version, a bad option). */
@@ -371,6 +393,9 @@ static int parse_options(int argc, char *argv[], Args *a) {
                         break;
                 case 'D':
                         a->dot = true;
+                        break;
+                case 'R':
+                        a->reset = true;
                         break;
                 case 'h':
                         help();

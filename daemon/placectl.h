@@ -32,6 +32,7 @@ typedef struct Args {
         const char *format;  /* metrics --format; NULL: OpenMetrics */
         bool json;
         bool dot;
+        bool reset; /* profile --reset */
 } Args;
 
 static inline void json_object_putp(json_object **o) {

@@ -39,6 +39,9 @@
 #define POLKIT_RESULT_FIELDS "bba{ss}"          /* is_authorized, is_challenge, details */
 #define POLKIT_CHECK_OUT     "(" POLKIT_RESULT_FIELDS ")"
 
+/* Follow property: state (off, waiting, following, gone), daemon, its profile. */
+#define PLACED_FOLLOW "(sss)"
+
 /* Holds property: cookie, profile, reason. */
 #define PLACED_HOLD      "(uss)"
 #define PLACED_SIG_HOLDS "a" PLACED_HOLD

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "macro.h"
 
@@ -79,6 +80,17 @@ static const char *const wake_source_config_names[] = {
         [WAKE_SOURCE_NONE] = "none",
 };
 
+static const char *const follow_names[] = {
+        [FOLLOW_NONE] = "none",
+        [FOLLOW_POWER_PROFILES] = "power-profiles",
+};
+
+const char *const follow_ppd_profiles[FOLLOW_PPD_PROFILES] = { "power-saver", "balanced",
+                                                               "performance" };
+/* The default [follow] mapping, index for index. */
+static const char *const follow_default_map[FOLLOW_PPD_PROFILES] = { "power-first", "balanced",
+                                                                     "latency-first" };
+
 #define NAME_OR_NULL(table, i) ((unsigned)(i) < ELEMENTSOF(table) ? (table)[i] : NULL)
 
 const char *pair_placement_to_string(PairPlacement p) {
@@ -95,6 +107,17 @@ const char *idle_constraint_to_string(IdleConstraint c) {
 
 const char *wake_source_kind_to_string(WakeSourceKind k) {
         return NAME_OR_NULL(wake_source_names, k);
+}
+
+const char *follow_kind_to_string(FollowKind k) {
+        return NAME_OR_NULL(follow_names, k);
+}
+
+const char *config_follow_profile(const Config *c, const char *ppd_profile) {
+        for (size_t i = 0; ppd_profile && i < FOLLOW_PPD_PROFILES; i++)
+                if (strcmp(follow_ppd_profiles[i], ppd_profile) == 0)
+                        return c->follow_map[i];
+        return NULL;
 }
 
 /*
@@ -217,6 +240,10 @@ void config_defaults(Config *ret) {
         ret->sample_period = 1;
         ret->metrics_textfile[0] = '\0';
         ret->metrics_every_ticks = 15;
+        ret->follow = FOLLOW_NONE;
+        for (size_t i = 0; i < FOLLOW_PPD_PROFILES; i++)
+                snprintf(ret->follow_map[i], sizeof(ret->follow_map[i]), "%s",
+                         follow_default_map[i]);
 }
 
 static void strv_clear(char **v, unsigned *n) {
@@ -264,6 +291,7 @@ typedef struct ConfigLoader {
         void *userdata;
         Config *config;       /* the temporary being filled */
         char *profile_set_at; /* "FILE:LINE" of the [daemon] profile= in force; owned */
+        char *follow_set_at[FOLLOW_PPD_PROFILES]; /* the same for each [follow] key; owned */
 } ConfigLoader;
 
 _printf_(3, 4) static void loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt,
@@ -567,6 +595,7 @@ _Static_assert(sizeof(PairPlacement) == sizeof(int), "enum size");
 _Static_assert(sizeof(SpreadPlacement) == sizeof(int), "enum size");
 _Static_assert(sizeof(IdleConstraint) == sizeof(int), "enum size");
 _Static_assert(sizeof(WakeSourceKind) == sizeof(int), "enum size");
+_Static_assert(sizeof(FollowKind) == sizeof(int), "enum size");
 
 static int parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         char accepted[256] = "";
@@ -647,11 +676,17 @@ static int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char 
                                 "0-9, '_' and '-'",
                                 item->section, item->key, value, PROFILE_NAME_MAX - 1);
 
+        /* Where it was set, for the check that the profile exists once all are loaded. */
+        char **set_at = &pf->loader->profile_set_at;
+        if (strcmp(item->section, "follow") == 0)
+                for (size_t i = 0; i < FOLLOW_PPD_PROFILES; i++)
+                        if (strcmp(item->key, follow_ppd_profiles[i]) == 0)
+                                set_at = &pf->loader->follow_set_at[i];
         char *at;
         if (asprintf(&at, "%s:%u", pf->path, pf->lineno) < 0)
                 return pf_error(pf, "out of memory");
-        free(pf->loader->profile_set_at);
-        pf->loader->profile_set_at = at;
+        free(*set_at);
+        *set_at = at;
         return parse_string(pf, item, value, field);
 }
 
@@ -712,6 +747,10 @@ static const ConfigItem config_items[] = {
         ITEM_STR("daemon", "journal_dir", parse_abs_path, Config, journal_dir),
         ITEM_ENUM("daemon", "wake_source", Config, wake_source, wake_source_config_names),
         ITEM_UINT("daemon", "sample_period", Config, sample_period, 1, 1000000),
+        ITEM_ENUM("daemon", "follow", Config, follow, follow_names),
+        ITEM_STR("follow", "power-saver", parse_profile_name, Config, follow_map[0]),
+        ITEM_STR("follow", "balanced", parse_profile_name, Config, follow_map[1]),
+        ITEM_STR("follow", "performance", parse_profile_name, Config, follow_map[2]),
         ITEM_LIST("exclude", "comm", exclude_comm, n_exclude_comm),
         ITEM_LIST("exclude", "cgroup", exclude_cgroup, n_exclude_cgroup),
         ITEM_STR("metrics", "textfile", parse_textfile_path, Config, metrics_textfile),
@@ -962,10 +1001,12 @@ static int config_check_default_profile(ConfigLoader *l) {
 
         _cleanup_free_ char *where = NULL;
         int r;
+        const char *etc_state = etc && access(etc, F_OK) < 0 ? ", which does not exist" : "";
+        const char *usr_state = usr && access(usr, F_OK) < 0 ? ", which does not exist" : "";
         if (etc && usr)
-                r = asprintf(&where, "searched %s and %s", etc, usr);
+                r = asprintf(&where, "searched %s%s and %s%s", etc, etc_state, usr, usr_state);
         else if (etc || usr)
-                r = asprintf(&where, "searched %s", etc ? etc : usr);
+                r = asprintf(&where, "searched %s%s", etc ? etc : usr, etc ? etc_state : usr_state);
         else
                 r = asprintf(&where, "no profile directory configured");
         if (r < 0)
@@ -1006,6 +1047,34 @@ static int config_load_rules(ConfigLoader *l) {
         return rules_check(&c->rules, rules_diag, l);
 }
 
+/*
+ * Every profile the [follow] mapping names must exist: checked when placed
+ * follows, and for each key a file set whether it follows or not.
+ */
+static int config_check_follow_profiles(ConfigLoader *l) {
+        const Config *c = l->config;
+        for (size_t i = 0; i < FOLLOW_PPD_PROFILES; i++) {
+                if (config_find_profile(c, c->follow_map[i]))
+                        continue;
+                if (l->follow_set_at[i])
+                        loader_diag(l, CONFIG_DIAG_ERROR,
+                                    "%s: [follow] %s: profile \"%s\" not found (known: %u "
+                                    "profiles in the profile directories)",
+                                    l->follow_set_at[i], follow_ppd_profiles[i], c->follow_map[i],
+                                    c->n_profiles);
+                else if (c->follow == FOLLOW_POWER_PROFILES)
+                        loader_diag(l, CONFIG_DIAG_ERROR,
+                                    "follow = power-profiles maps \"%s\" to profile \"%s\" by "
+                                    "default, and there is no such profile; set [follow] %s",
+                                    follow_ppd_profiles[i], c->follow_map[i],
+                                    follow_ppd_profiles[i]);
+                else
+                        continue;
+                return -ENOENT;
+        }
+        return 0;
+}
+
 static int config_load_all(ConfigLoader *l) {
         const ConfigPaths *paths = l->paths;
         int r;
@@ -1027,7 +1096,10 @@ static int config_load_all(ConfigLoader *l) {
         r = config_load_profiles(l);
         if (r < 0)
                 return r;
-        return config_check_default_profile(l);
+        r = config_check_default_profile(l);
+        if (r < 0)
+                return r;
+        return config_check_follow_profiles(l);
 }
 
 /**
@@ -1051,6 +1123,8 @@ int config_load(const ConfigPaths *paths, ConfigDiag diag, void *userdata, Confi
         ConfigLoader l = { .paths = paths, .diag = diag, .userdata = userdata, .config = c };
         int r = config_load_all(&l);
         free(l.profile_set_at);
+        for (size_t i = 0; i < FOLLOW_PPD_PROFILES; i++)
+                free(l.follow_set_at[i]);
         if (r < 0) {
                 config_done(c);
                 free(c);

@@ -100,6 +100,16 @@ typedef enum WakeSourceKind {
         WAKE_SOURCE_NONE,
 } WakeSourceKind;
 
+/* Whose profile placed follows ([daemon] follow). */
+typedef enum FollowKind {
+        FOLLOW_NONE,
+        FOLLOW_POWER_PROFILES, /* the power-profiles D-Bus API (power-profiles-daemon, tuned-ppd) */
+} FollowKind;
+
+/* The profiles of the power-profiles API, in the order of Config.follow_map. */
+#define FOLLOW_PPD_PROFILES 3
+extern const char *const follow_ppd_profiles[FOLLOW_PPD_PROFILES];
+
 typedef struct Config {
         /* [daemon] */
         char profile[PROFILE_NAME_MAX]; /* default profile */
@@ -108,6 +118,10 @@ typedef struct Config {
         char journal_dir[256];
         WakeSourceKind wake_source;
         unsigned sample_period; /* perf fallback: one sample per N wakeups */
+        FollowKind follow;
+
+        /* [follow]: placed's profile for power-saver, balanced and performance */
+        char follow_map[FOLLOW_PPD_PROFILES][PROFILE_NAME_MAX];
 
         /* [metrics] */
         char metrics_textfile[CONFIG_PATH_MAX]; /* "" = no textfile (the default) */
@@ -178,8 +192,16 @@ void config_done(Config *c);
 /* Return: the profile named name, or NULL. */
 const Profile *config_find_profile(const Config *c, const char *name);
 
+/*
+ * config_follow_profile() - placed's profile for a power-profiles profile
+ * ("power-saver", "balanced", "performance") by the [follow] mapping.
+ * Return: the profile name, or NULL for a name the mapping does not know.
+ */
+const char *config_follow_profile(const Config *c, const char *ppd_profile);
+
 /* Names as they appear in the files; NULL for a value out of range. */
 const char *pair_placement_to_string(PairPlacement p);
 const char *spread_placement_to_string(SpreadPlacement p);
 const char *idle_constraint_to_string(IdleConstraint c);
 const char *wake_source_kind_to_string(WakeSourceKind k);
+const char *follow_kind_to_string(FollowKind k);

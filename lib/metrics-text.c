@@ -157,8 +157,9 @@ static const Family fam_info = { "placed_info", FAMILY_GAUGE, NULL,
                                  "placed's version, mode (enforce or advise) and wake sampler; "
                                  "always 1" };
 static const Family fam_profile = { "placed_profile_info", FAMILY_GAUGE, NULL,
-                                    "The active profile and why it is in force (source: hold, "
-                                    "selected by a person, or the configured default); always 1" };
+                                    "The active profile and why it is in force (source: held, "
+                                    "chosen by a person, followed from power-profiles-daemon, "
+                                    "or configured); always 1" };
 static const Family fam_holds = { "placed_profile_holds", FAMILY_GAUGE, NULL,
                                   "Profile holds in force" };
 static const Family fam_groups = { "placed_groups", FAMILY_GAUGE, NULL,

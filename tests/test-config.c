@@ -168,6 +168,9 @@ static void assert_settings_equal(const Config *a, const Config *b) {
         assert_int_equal(a->sample_period, b->sample_period);
         assert_string_equal(a->metrics_textfile, b->metrics_textfile);
         assert_int_equal(a->metrics_every_ticks, b->metrics_every_ticks);
+        assert_int_equal(a->follow, b->follow);
+        for (unsigned i = 0; i < FOLLOW_PPD_PROFILES; i++)
+                assert_string_equal(a->follow_map[i], b->follow_map[i]);
         assert_int_equal(a->n_exclude_comm, b->n_exclude_comm);
         for (unsigned i = 0; i < a->n_exclude_comm; i++)
                 assert_string_equal(a->exclude_comm[i], b->exclude_comm[i]);
@@ -309,7 +312,7 @@ static void uncomment_file(const char *src, const char *dst, const char *const *
         while (fgets(line, sizeof(line), in)) {
                 int n = 0;
                 const char *text = line;
-                if (sscanf(line, "#%63[a-z_] =%n", key, &n) == 1 && n > 0) {
+                if (sscanf(line, "#%63[a-z_-] =%n", key, &n) == 1 && n > 0) {
                         text = line + 1;
                         for (unsigned i = 0; keys[i]; i++)
                                 if (strcmp(keys[i], key) == 0)
@@ -327,6 +330,7 @@ static void uncomment_file(const char *src, const char *dst, const char *const *
 static void test_shipped_files_uncommented(void **state) {
         static const char *const daemon_keys[] = { "profile",     "interval_ms", "dry_run",
                                                    "journal_dir", "wake_source", "sample_period",
+                                                   "follow",      "power-saver", "performance",
                                                    "comm",        "cgroup",      "textfile",
                                                    "every_ticks", NULL };
         static const char *const profile_keys[] = { "description",
@@ -534,6 +538,15 @@ static const ErrorCase error_cases[] = {
           "invalid [metrics] every_ticks \"0\": out of range 1..3600" },
         { "every_ticks too big", "dropin", "[metrics]\nevery_ticks = 3601\n", -EINVAL, 2,
           "out of range 1..3600" },
+        { "bad follow", "main", "[daemon]\nfollow = tuned\n", -EINVAL, 2,
+          "invalid [daemon] follow \"tuned\": expected one of none, power-profiles" },
+        { "bad follow profile name", "main", "[follow]\nperformance = Turbo!\n", -EINVAL, 2,
+          "invalid [follow] performance \"Turbo!\": a profile name is" },
+        { "unknown follow profile", "main",
+          "[daemon]\nfollow = power-profiles\n[follow]\n\npower-saver = eco\n", -ENOENT, 5,
+          "[follow] power-saver: profile \"eco\" not found" },
+        { "unknown follow profile, not following", "dropin", "[follow]\nbalanced = nosuch\n",
+          -ENOENT, 2, "[follow] balanced: profile \"nosuch\" not found" },
         { "bad profile name", "main", "[daemon]\nprofile = Fast!\n", -EINVAL, 2,
           "a profile name is" },
         { "unknown default profile", "main", "[daemon]\n\nprofile = nosuch\n", -ENOENT, 3,
@@ -615,6 +628,47 @@ static void test_errors(void **state) {
                 run_error_case(t, &error_cases[i]);
 }
 
+/* [daemon] follow and the [follow] mapping: defaults, a change, and a missing default target. */
+static void test_follow(void **state) {
+        TestDir *t = *state;
+        Config c;
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(c.follow, FOLLOW_NONE);
+        assert_string_equal(config_follow_profile(&c, "power-saver"), "power-first");
+        assert_string_equal(config_follow_profile(&c, "balanced"), "balanced");
+        assert_string_equal(config_follow_profile(&c, "performance"), "latency-first");
+        assert_null(config_follow_profile(&c, "turbo"));
+        assert_null(config_follow_profile(&c, NULL));
+        assert_string_equal(follow_kind_to_string(FOLLOW_POWER_PROFILES), "power-profiles");
+        config_done(&c);
+
+        write_file(t->root, "placed.conf",
+                   "[daemon]\nfollow = power-profiles\n[follow]\nperformance = power-first\n"
+                   "balanced = latency-first\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
+        assert_int_equal(c.follow, FOLLOW_POWER_PROFILES);
+        assert_string_equal(config_follow_profile(&c, "power-saver"), "power-first");
+        assert_string_equal(config_follow_profile(&c, "balanced"), "latency-first");
+        assert_string_equal(config_follow_profile(&c, "performance"), "power-first");
+        config_done(&c);
+
+        /* Following with the default mapping needs its profiles; not following does not. */
+        char path[PATH_MAX];
+        xsprintf(path, sizeof(path), "%s/latency-first.conf", t->usr);
+        assert_int_equal(unlink(path), 0);
+        write_file(t->root, "placed.conf", "[daemon]\nfollow = none\n");
+        assert_int_equal(load(t, &c), 0);
+        config_done(&c);
+        write_file(t->root, "placed.conf", "[daemon]\nfollow = power-profiles\n");
+        assert_int_equal(load(t, &c), -ENOENT);
+        const char *msg = diags_first(&t->diags, CONFIG_DIAG_ERROR);
+        assert_non_null(msg);
+        if (!strstr(msg, "maps \"performance\" to profile \"latency-first\" by default"))
+                fail_msg("unexpected error: %s", msg);
+}
+
 static void test_no_profiles(void **state) {
         TestDir *t = *state;
         Config c;
@@ -637,7 +691,10 @@ static void test_no_profiles(void **state) {
         t->paths.profiles_dir_etc = t->etc;
         assert_int_equal(load(t, &c), -ENOENT);
         char want[3 * PATH_MAX];
-        xsprintf(want, sizeof(want), "default profile \"balanced\" not found (searched %s and %s)",
+        /* etc/ is not there, and the message says so */
+        xsprintf(want, sizeof(want),
+                 "default profile \"balanced\" not found (searched %s, which does not exist and "
+                 "%s)",
                  t->etc, empty);
         assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
 }
@@ -996,6 +1053,7 @@ int main(void) {
                 T(test_profile_override),
                 T(test_default_profile_from_file),
                 T(test_errors),
+                T(test_follow),
                 T(test_no_profiles),
                 T(test_unknown_keys),
                 T(test_metrics_keys),

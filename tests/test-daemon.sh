@@ -2,7 +2,10 @@
 # The real placed binary as systemd runs it: start-up and READY=1, STATUS=,
 # the watchdog, SIGHUP reload with RELOADING=1/MONOTONIC_USEC, a broken file
 # at start (refused, FILE:LINE) and on reload (logged, running config kept),
-# bad command lines, and SIGTERM (STOPPING=1, clean exit within a second).
+# bad command lines, start-up errors that name the path or value that was
+# wrong, log lines plain on a terminal and with "<N>" priorities into a pipe
+# or the journal (JOURNAL_STREAM), and SIGTERM (STOPPING=1, clean exit within
+# a second).
 . "$(dirname "$0")/lib/common.sh"
 
 placed=$PLACED_BUILD/placed
@@ -73,6 +76,47 @@ set -e
 grep -q "no-such-profile" "$T/out" || fail "unknown profile not named"
 ok "unknown default profile refused"
 cp "$T/good.conf" "$T/etc/placed.conf"
+
+# --- start-up errors name the path or the value that was wrong
+start_fails() { # NAME EXPECTED-TEXT placed-args...: exit non-zero, message containing the text
+    local name=$1 want=$2 rc=0
+    shift 2
+    "$placed" --foreground --bus none --dry-run "$@" >"$T/out" 2>&1 || rc=$?
+    [ $rc -ne 0 ] || fail "$name: placed started"
+    grep -qF -- "$want" "$T/out" || { cat "$T/out"; fail "$name: no message naming '$want'"; }
+    ok "$name: $(grep -F -m1 -- "$want" "$T/out" | sed 's/^<[0-9]>//')"
+}
+start_fails "missing profiles directory" "searched $T/no-profiles, which does not exist" \
+    --config "$T/etc/placed.conf" --profiles-dir "$T/no-profiles"
+start_fails "missing configuration file" "\"$T/etc/missing.conf\" (--config): No such file" \
+    --config "$T/etc/missing.conf" --profiles-dir "$profiles"
+printf '[daemon]\ninterval_ms = 5\n' >"$T/etc/bad-value.conf"
+start_fails "bad value" "$T/etc/bad-value.conf:2: invalid [daemon] interval_ms \"5\"" \
+    --config "$T/etc/bad-value.conf" --profiles-dir "$profiles"
+start_fails "bad --procfs-root" "\"$T/no-proc\" as the proc file system (--procfs-root)" \
+    --config "$T/etc/placed.conf" --profiles-dir "$profiles" --procfs-root "$T/no-proc"
+start_fails "unknown --profile" "\"turbo\" (--profile)" \
+    --config "$T/etc/placed.conf" --profiles-dir "$profiles" --profile turbo
+start_fails "bad --journal-dir" "$T/etc/placed.conf/journal" \
+    --config "$T/etc/placed.conf" --profiles-dir "$profiles" --journal-dir "$T/etc/placed.conf/journal"
+
+# --- log lines: plain on a terminal (a pty from script(1)), "<N>" into a pipe and the journal
+command -v script >/dev/null || fail "script(1) is missing (bsdutils)"
+bad_args="--foreground --bus none --config $T/etc/missing.conf --profiles-dir $profiles"
+# shellcheck disable=SC2086
+"$placed" $bad_args 2>&1 | cat >"$T/pipe.out" || true
+grep -q '^<3>Cannot read the configuration file' "$T/pipe.out" || { cat "$T/pipe.out"; fail "no <3> into a pipe"; }
+script -qec "$placed $bad_args" /dev/null >"$T/pty.out" 2>&1 || true
+grep -q '^Cannot read the configuration file' "$T/pty.out" || { cat -A "$T/pty.out"; fail "no plain line on a terminal"; }
+grep -q '<[0-9]>' "$T/pty.out" && { cat -A "$T/pty.out"; fail "priority prefix on a terminal"; }
+# JOURNAL_STREAM naming stderr's device and inode: the journal, prefixes even on a pty.
+script -qec "sh -c 'JOURNAL_STREAM=\$(stat -L -c %d:%i /proc/self/fd/2) exec $placed $bad_args'" /dev/null \
+    >"$T/journal.out" 2>&1 || true
+grep -q '^<3>Cannot read the configuration file' "$T/journal.out" || { cat -A "$T/journal.out"; fail "no <3> with JOURNAL_STREAM"; }
+# A stale JOURNAL_STREAM (stderr since redirected to a terminal): plain again.
+script -qec "env JOURNAL_STREAM=1:1 $placed $bad_args" /dev/null >"$T/stale.out" 2>&1 || true
+grep -q '^Cannot read the configuration file' "$T/stale.out" || { cat -A "$T/stale.out"; fail "stale JOURNAL_STREAM: not plain"; }
+ok "logs: plain on a terminal, <3> into a pipe and with a matching JOURNAL_STREAM, plain with a stale one"
 
 # --- start: READY=1, STATUS=, watchdog pings
 start_placed --dry-run

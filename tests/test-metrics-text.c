@@ -43,7 +43,7 @@ static MetricsFigures figures(void) {
                 .mode = "enforce",
                 .wake_source = "bpf",
                 .profile = "power-first",
-                .profile_source = "hold",
+                .profile_source = "held",
                 .n_holds = 2,
                 .placement_changes = 12,
                 .trials_started = 5,
@@ -139,7 +139,7 @@ static void test_samples(void **state) {
         _cleanup_free_ char *text = format(&f, METRICS_FORMAT_OPENMETRICS);
 
         assert_line(text, "placed_info{version=\"9.8.7\",mode=\"enforce\",wake_source=\"bpf\"} 1");
-        assert_line(text, "placed_profile_info{profile=\"power-first\",source=\"hold\"} 1");
+        assert_line(text, "placed_profile_info{profile=\"power-first\",source=\"held\"} 1");
         assert_line(text, "placed_profile_holds 2");
         assert_line(text, "placed_groups{class=\"pair\",managed=\"true\"} 1");
         assert_line(text, "placed_groups{class=\"pair\",managed=\"false\"} 0");

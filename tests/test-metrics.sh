@@ -120,7 +120,7 @@ check_series() {
     ws=$(${B[@]} get-property "${OBJ[@]}" WakeSource | cut -d'"' -f2)
     value "$T/m1.txt" "placed_info{version=\"$("$placed" --version | cut -d' ' -f2)\",mode=\"$mode\",wake_source=\"$ws\"}" >/dev/null ||
         fail "placed_info does not say mode $mode, wake source $ws: $(grep placed_info "$T/m1.txt")"
-    [ "$(value "$T/m1.txt" 'placed_profile_info{profile="balanced",source="config"}')" = 1 ] ||
+    [ "$(value "$T/m1.txt" 'placed_profile_info{profile="balanced",source="configured"}')" = 1 ] ||
         fail "profile info: $(grep placed_profile_info "$T/m1.txt")"
     local rss cpu cpu_n busy sum
     rss=$(value "$T/m1.txt" placed_process_resident_memory_bytes) || fail "no RSS"
@@ -162,20 +162,20 @@ check_series() {
 check_profile_source() {
     "$placectl" --address "$ADDR" profile latency-first || fail "placectl profile latency-first"
     metrics "$T/p.txt"
-    [ "$(value "$T/p.txt" 'placed_profile_info{profile="latency-first",source="selected"}')" = 1 ] ||
+    [ "$(value "$T/p.txt" 'placed_profile_info{profile="latency-first",source="chosen"}')" = 1 ] ||
         fail "after placectl profile: $(grep placed_profile_info "$T/p.txt")"
     "$placectl" --address "$ADDR" hold power-first -- sleep 3 &
     local hold=$!
-    held() { metrics "$T/p.txt" && value "$T/p.txt" 'placed_profile_info{profile="power-first",source="hold"}'; }
+    held() { metrics "$T/p.txt" && value "$T/p.txt" 'placed_profile_info{profile="power-first",source="held"}'; }
     wait_for 3 held || fail "held profile not in the metrics: $(grep -E 'placed_profile_(info|holds)' "$T/p.txt")"
     [ "$(value "$T/p.txt" placed_profile_holds)" = 1 ] || fail "placed_profile_holds: $(grep holds "$T/p.txt")"
     wait "$hold"
     metrics "$T/p.txt"
-    value "$T/p.txt" 'placed_profile_info{profile="latency-first",source="selected"}' >/dev/null ||
+    value "$T/p.txt" 'placed_profile_info{profile="latency-first",source="chosen"}' >/dev/null ||
         fail "after the hold: $(grep placed_profile_info "$T/p.txt")"
     [ "$(grep -c '^placed_profile_info' "$T/p.txt")" -eq 1 ] || fail "more than one profile info series"
     "$placectl" --address "$ADDR" profile balanced || fail "placectl profile balanced"
-    ok "placed_profile_info follows the profile and its source: selected, hold, selected"
+    ok "placed_profile_info follows the profile and its source: chosen, held, chosen"
 }
 
 check_access_and_errors() {

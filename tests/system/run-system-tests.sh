@@ -12,8 +12,13 @@
 # system bus, placectl over the system bus, the bus policy and the polkit
 # path refusing an unprivileged caller, "systemctl reload", SIGKILL of the
 # main process running ExecStopPost (placed --restore) and the restart, and
-# "systemctl stop" ending with Result=success. Then it powers the namespace
-# off and uninstalls. Needs root; exits 77 without it.
+# "systemctl stop" ending with Result=success. With Debian's real
+# power-profiles-daemon started by the namespace's systemd, [daemon] follow =
+# power-profiles: "powerprofilesctl set power-saver" makes ActiveProfile
+# power-first within a second, a hold and "placectl profile NAME" win until
+# released, and stopping the daemon keeps the last profile, saying so. Then it
+# powers the namespace off and uninstalls (and puts back power-profiles-daemon's
+# state file). Needs root; exits 77 without it.
 set -eu
 build=$(cd "${1:?usage: run-system-tests.sh BUILD_DIR}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +37,8 @@ ok() { echo "ok - $*"; }
 [ -x /lib/systemd/systemd ] || skip "systemd is not installed"
 command -v unshare >/dev/null && command -v nsenter >/dev/null || skip "util-linux unshare/nsenter missing"
 [ -x "$build/placed" ] && [ -x "$build/placectl" ] || fail "build placed and placectl first (make)"
+[ -x /usr/libexec/power-profiles-daemon ] && command -v powerprofilesctl >/dev/null ||
+    fail "power-profiles-daemon is not installed (make deps)"
 
 PREFIX=/usr/local
 # Debian's dbus-daemon reads /usr/share/dbus-1/system.d and /etc/dbus-1/system.d,
@@ -46,10 +53,18 @@ stage=$work/stage
 installed=() # absolute paths this test created
 backups=()   # "path" of files that existed before (saved in $work/backup)
 created_dirs=()
+# power-profiles-daemon keeps its state in the host's /var/lib (the namespace shares /var).
+ppd_state=/var/lib/power-profiles-daemon
+ppd_state_existed=$([ -e "$ppd_state" ] && echo yes || echo no)
 cleanup() {
     local rc=$?
     set +e
     ns_poweroff
+    if [ "$ppd_state_existed" = yes ]; then
+        rm -rf "$ppd_state" && cp -a "$work/ppd-state" "$ppd_state"
+    else
+        rm -rf "$ppd_state"
+    fi
     for f in "${installed[@]}"; do rm -f "$f"; done
     for f in "${backups[@]}"; do cp -a "$work/backup$f" "$f"; done
     for ((i = ${#created_dirs[@]} - 1; i >= 0; i--)); do rmdir "${created_dirs[i]}" 2>/dev/null; done
@@ -58,6 +73,7 @@ cleanup() {
     exit $rc
 }
 trap cleanup EXIT
+[ "$ppd_state_existed" = no ] || cp -a "$ppd_state" "$work/ppd-state"
 
 # --- 1. the unit's sandbox, rated offline
 sed "s|@SBINDIR@|$PREFIX/sbin|g" "$src/systemd/placed.service" >"$work/placed.service"
@@ -158,6 +174,86 @@ in_ns systemctl reload placed || fail "systemctl reload placed"
 [ "$(in_ns busctl get-property org.placed1 /org/placed1 org.placed1.Manager Reloads)" = "t 1" ] ||
     fail "Reloads did not count the reload"
 ok "systemctl reload placed: still active, Reloads = 1"
+
+# --- 7b. follow power-profiles-daemon (Debian's, started by the namespace's systemd)
+OBJ=(org.placed1 /org/placed1 org.placed1.Manager)
+prop() { in_ns busctl get-property "${OBJ[@]}" "$1" 2>/dev/null; }
+# wait_prop MS NAME VALUE: poll until the property reads VALUE; prints the milliseconds taken.
+wait_prop() {
+    local start=$((${EPOCHREALTIME/[.,]/} / 1000)) now
+    while :; do
+        now=$((${EPOCHREALTIME/[.,]/} / 1000))
+        [ "$(prop "$2")" = "$3" ] && { echo $((now - start)); return 0; }
+        [ $((now - start)) -ge "$1" ] && return 1
+        sleep 0.02
+    done
+}
+in_ns systemctl start power-profiles-daemon || fail "systemctl start power-profiles-daemon"
+in_ns powerprofilesctl set balanced || fail "powerprofilesctl set balanced"
+follow_conf=/etc/placed/placed.conf.d/50-system-test-follow.conf
+[ -e "$follow_conf" ] && fail "$follow_conf exists already"
+installed+=("$follow_conf")
+printf '[daemon]\nfollow = power-profiles\n' >"$follow_conf"
+in_ns systemctl reload placed || fail "systemctl reload placed (follow = power-profiles)"
+# Step 6 chose balanced with placectl profile: that choice wins until --reset.
+[ "$(prop ActiveProfileSource)" = 's "chosen"' ] || fail "placectl profile balanced is not a choice: $(prop ActiveProfileSource)"
+in_ns $PREFIX/bin/placectl profile --reset || fail "placectl profile --reset"
+wait_prop 5000 Follow '(sss) "following" "power-profiles-daemon" "balanced"' >/dev/null ||
+    fail "placed does not follow power-profiles-daemon: Follow is $(prop Follow)"
+[ "$(prop ActiveProfileSource)" = 's "followed"' ] || fail "source is $(prop ActiveProfileSource)"
+ok "follow = power-profiles: placed follows power-profiles-daemon ($(prop Follow))"
+
+t0=$((${EPOCHREALTIME/[.,]/} / 1000))
+in_ns powerprofilesctl set power-saver || fail "powerprofilesctl set power-saver"
+ms=$(wait_prop 3000 ActiveProfile 's "power-first"') || fail "ActiveProfile is $(prop ActiveProfile) 3 s after power-saver"
+took=$(($((${EPOCHREALTIME/[.,]/} / 1000)) - t0))
+[ "$took" -le 1000 ] || fail "powerprofilesctl set power-saver took $took ms to reach placed (limit 1000)"
+in_ns $PREFIX/bin/placectl status >"$work/status" || fail "placectl status"
+grep -q "Why: followed from power-profiles-daemon's \"power-saver\"" "$work/status" ||
+    { cat "$work/status"; fail "placectl status does not say the profile is followed"; }
+ok "powerprofilesctl set power-saver -> ActiveProfile power-first in $took ms (${ms} ms after powerprofilesctl returned); status: $(grep 'Why:' "$work/status" | sed 's/^ *//')"
+
+# A hold wins over the followed profile until it is released.
+in_ns rm -f /tmp/release-hold
+in_ns $PREFIX/bin/placectl hold latency-first --reason "system test" -- \
+    sh -c 'while [ ! -e /tmp/release-hold ]; do sleep 0.05; done' &
+hold_pid=$!
+wait_prop 5000 ActiveProfile 's "latency-first"' >/dev/null || fail "the hold did not take effect"
+in_ns powerprofilesctl set balanced
+wait_prop 3000 Follow '(sss) "following" "power-profiles-daemon" "balanced"' >/dev/null ||
+    fail "placed did not see power-profiles-daemon go to balanced during the hold"
+sleep 0.3
+[ "$(prop ActiveProfile)" = 's "latency-first"' ] || fail "the followed profile overrode a hold: $(prop ActiveProfile)"
+reason=$(prop ActiveProfileReason)
+case $reason in *'held by placectl'*'system test'*) ;; *) fail "reason during the hold: $reason" ;; esac
+in_ns touch /tmp/release-hold
+wait "$hold_pid" || fail "placectl hold failed"
+wait_prop 3000 ActiveProfile 's "balanced"' >/dev/null || fail "released hold: ActiveProfile $(prop ActiveProfile), expected the followed balanced"
+[ "$(prop ActiveProfileSource)" = 's "followed"' ] || fail "after the hold: $(prop ActiveProfileSource)"
+ok "a hold wins over the followed profile ($reason); released, placed follows again"
+
+# placectl profile NAME wins until placectl profile --reset.
+in_ns $PREFIX/bin/placectl profile latency-first || fail "placectl profile latency-first"
+in_ns powerprofilesctl set power-saver
+wait_prop 3000 Follow '(sss) "following" "power-profiles-daemon" "power-saver"' >/dev/null ||
+    fail "placed did not see power-saver"
+sleep 0.3
+[ "$(prop ActiveProfile)" = 's "latency-first"' ] || fail "the followed profile overrode placectl profile"
+[ "$(prop ActiveProfileSource)" = 's "chosen"' ] || fail "source is $(prop ActiveProfileSource), expected chosen"
+in_ns $PREFIX/bin/placectl profile --reset || fail "placectl profile --reset"
+wait_prop 3000 ActiveProfile 's "power-first"' >/dev/null || fail "--reset did not return to the followed profile"
+ok "placectl profile latency-first wins over the followed profile; placectl profile --reset follows again"
+
+# The daemon goes away: the last profile stays, and placed says so.
+in_ns systemctl stop power-profiles-daemon || fail "systemctl stop power-profiles-daemon"
+wait_prop 5000 Follow '(sss) "gone" "power-profiles-daemon" "power-saver"' >/dev/null ||
+    fail "placed did not notice power-profiles-daemon leaving: $(prop Follow)"
+[ "$(prop ActiveProfile)" = 's "power-first"' ] || fail "the profile changed when the daemon left: $(prop ActiveProfile)"
+in_ns $PREFIX/bin/placectl status >"$work/status" || fail "placectl status"
+grep -q 'left the bus' "$work/status" || { cat "$work/status"; fail "status does not say the daemon left"; }
+in_ns journalctl -u placed --no-pager -o cat | grep -q 'power-profiles-daemon has left the bus; keeping' ||
+    fail "the log does not say power-profiles-daemon left"
+ok "power-profiles-daemon stopped: power-first kept; $(grep 'Follows:' "$work/status" | sed 's/^ *//')"
 
 # --- 8. SIGKILL of the main process: ExecStopPost restores, Restart= restarts
 pid1=$(in_ns systemctl show -p MainPID --value placed)
