@@ -428,7 +428,9 @@ static void task_exe(TaskFactsReader *r, TaskFacts *t) {
                 e = &r->exes[r->n_exes++];
         else
                 free(e->exe);
-        *e = (ExeEntry){ .tgid = t->tgid, .leader_start = start, .checked_tick = r->tick, .exe = copy };
+        *e = (ExeEntry){
+                .tgid = t->tgid, .leader_start = start, .checked_tick = r->tick, .exe = copy
+        };
 }
 
 static int read_cgroup_facts(TaskFactsReader *r, TaskFacts *t) {
@@ -501,8 +503,8 @@ TaskOwner task_facts_owner(const TaskFacts *t, pid_t self_pid) {
 
 const char *task_owner_to_string(TaskOwner o) {
         static const char *const names[] = {
-                [TASK_OWNER_PLACED] = "placed",   [TASK_OWNER_KTHREAD] = "kernel-thread",
-                [TASK_OWNER_INIT] = "init",       [TASK_OWNER_SELF] = "placed-itself",
+                [TASK_OWNER_PLACED] = "placed", [TASK_OWNER_KTHREAD] = "kernel-thread",
+                [TASK_OWNER_INIT] = "init",     [TASK_OWNER_SELF] = "placed-itself",
                 [TASK_OWNER_RT] = "realtime",
         };
         return (unsigned)o < ELEMENTSOF(names) ? names[o] : "unknown";
