@@ -184,8 +184,10 @@ static void restore_set_validators(JournalKindOps *ops, unsigned n, RestoreLimit
                 const char *kind;
                 int (*validate)(const char *, const char *, const char **, void *);
         } table[] = {
-                { ACT_AFFINITY_KIND, validate_affinity },   { ACT_CPUSET_KIND, validate_cpuset },
-                { ACT_IDLE_KIND_QOS, validate_pm_qos },     { ACT_IDLE_KIND_CPUIDLE, validate_cpuidle },
+                { ACT_AFFINITY_KIND, validate_affinity },
+                { ACT_CPUSET_KIND, validate_cpuset },
+                { ACT_IDLE_KIND_QOS, validate_pm_qos },
+                { ACT_IDLE_KIND_CPUIDLE, validate_cpuidle },
                 { ACT_SLICE_JOURNAL_KIND, validate_slice },
         };
         for (unsigned i = 0; i < n; i++) {

@@ -92,8 +92,8 @@ static void on_report(const JournalReport *rep, void *userdata) {
         Tree *t = userdata;
         size_t n = strlen(t->reports);
         if (rep->event == JOURNAL_EVENT_SET_ASIDE)
-                snprintf(t->reports + n, sizeof(t->reports) - n, "%s %s: %s\n", rep->kind,
-                         rep->key, rep->why ? rep->why : "?");
+                snprintf(t->reports + n, sizeof(t->reports) - n, "%s %s: %s\n", rep->kind, rep->key,
+                         rep->why ? rep->why : "?");
 }
 
 static void sysfs_qos(const Tree *t, int cpu, char *path, size_t size) {
@@ -143,7 +143,8 @@ static void test_restore_fixture(void **state) {
         assert_string_equal(buf, "0-1");
 
         /* Each tampered record is named, with why, and kept for a person. */
-        snprintf(text, sizeof(text), "cpuset %s/../escape: the key's path has a \".\" or \"..\" component\n",
+        snprintf(text, sizeof(text),
+                 "cpuset %s/../escape: the key's path has a \".\" or \"..\" component\n",
                  t->cgroup);
         assert_non_null(strstr(t->reports, text));
         assert_non_null(strstr(t->reports, "pm_qos 7: the key is not a CPU this machine has\n"));
@@ -159,8 +160,8 @@ static void test_restore_fixture(void **state) {
 static void test_restore_outside_mount(void **state) {
         Tree *t = *state;
         char text[1024];
-        snprintf(text, sizeof(text), "ORIG\tcpuset\t%s/user.slice\t0\nSET\tcpuset\t%s/user.slice\t1\n",
-                 t->sys, t->sys);
+        snprintf(text, sizeof(text),
+                 "ORIG\tcpuset\t%s/user.slice\t0\nSET\tcpuset\t%s/user.slice\t1\n", t->sys, t->sys);
         char journal[512];
         snprintf(journal, sizeof(journal), "%s/journal", t->journal);
         write_file(journal, text);
