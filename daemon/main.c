@@ -14,7 +14,7 @@
 #include "log.h"
 #include "manager.h"
 #include "policy.h"
-#include "restore.h"
+#include "undo.h"
 #include "topology.h"
 
 typedef enum Action {

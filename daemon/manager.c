@@ -31,7 +31,7 @@
 #include "pipeline.h"
 #include "policy.h"
 #include "wake-graph.h"
-#include "restore.h"
+#include "undo.h"
 
 #define MANAGER_MAX_HOLDS 64
 

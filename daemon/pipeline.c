@@ -31,11 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "act-affinity.h"
-#include "act-cpuset.h"
+#include "actuator.h"
 #include "act-idle.h"
 #include "act-slice.h"
 #include "cpustat.h"
@@ -74,10 +73,7 @@ struct Pipeline {
         EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
         double rapl_watts;
 
-        ActAffinity *affinity;
-        ActIdle *act_idle;
-        ActCpuset *cpuset; /* without systemd: cgroup cpuset files */
-        sd_bus *systemd;   /* with systemd as PID 1: slices through its API */
+        Actuators act; /* affinity, idle states, slices (actuator.h) */
 
         Plan *plan;
         char plan_profile[PROFILE_NAME_MAX]; /* a new profile decides afresh */
@@ -102,53 +98,36 @@ struct Pipeline {
         pid_t self_pid;
 };
 
-/* The cpuset hierarchy: the v1 cpuset mount, else the v2 mount; NULL without one. */
-static char *pipeline_cpuset_root(const PipelineEnv *env) {
-        char *cgroup = NULL;
-        if (act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_1, &cgroup) < 0)
-                (void)act_cpuset_find_mount(env->procfs_root, CGROUP_VERSION_2, &cgroup);
-        return cgroup;
-}
-
 static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
-        bool dry = env->advise;
-        _cleanup_free_ char *cgroup = pipeline_cpuset_root(env);
-        int r;
+        _cleanup_free_ char *cgroup = NULL;
+        int idle_error = 0;
 
-        ActAffinityOptions ao = {
+        (void)actuator_find_cpuset_root(env->procfs_root, &cgroup);
+        ActuatorEnv ae = {
                 .procfs_root = env->procfs_root,
+                .sysfs_root = env->sysfs_root,
+                .cgroup_root = cgroup,
                 .online = env->topo->online,
-                .dry_run = dry,
+                .dry_run = env->advise,
                 .journal = env->journal,
         };
-        r = act_affinity_new(&ao, &p->affinity);
+        int r = actuators_open(&ae, &p->act, &idle_error);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up the affinity actuator: %m");
-
-        r = act_idle_new(env->sysfs_root, env->journal, dry, &p->act_idle);
-        if (r < 0)
-                log_warning_errno(r, "No idle-state constraints: %m");
-
-        if (sd_booted() > 0 && strcmp(env->sysfs_root, "/") == 0) {
-                r = sd_bus_open_system(&p->systemd);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot reach systemd, slices stay unconfined: %m");
-        } else if (cgroup) {
-                ActCpusetOptions co = { .cgroup_root = cgroup,
-                                        .dry_run = dry,
-                                        .journal = env->journal };
-                if (act_cpuset_new(&co, &p->cpuset) < 0)
-                        log_debug("No cpuset files under \"%s\": slices stay unconfined.", cgroup);
-        }
+                return log_error_errno(r, "Failed to set up the actuators: %m");
+        if (idle_error < 0)
+                log_warning_errno(idle_error, "No idle-state constraints: %m");
+        SliceBackend picked = actuator_slice_backend_pick(&ae);
+        r = act_slice_backend_error(p->act.slice);
+        if (picked == SLICE_BACKEND_SYSTEMD && r < 0)
+                log_warning_errno(r, "Cannot reach systemd, slices stay unconfined: %m");
+        else if (picked == SLICE_BACKEND_CGROUPFS && r < 0)
+                log_debug("No cpuset files under \"%s\": slices stay unconfined.", cgroup);
         p->advise = env->advise;
         return 0;
 }
 
 static void pipeline_close_actuators(Pipeline *p) {
-        p->affinity = act_affinity_free(p->affinity);
-        p->act_idle = act_idle_free(p->act_idle);
-        p->cpuset = act_cpuset_free(p->cpuset);
-        p->systemd = sd_bus_flush_close_unref(p->systemd);
+        actuators_close(&p->act);
 }
 
 /*
@@ -212,7 +191,7 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         TaskFacts ts;
         TaskId *grown;
 
-        if (!p->affinity || !tgid_managed(p, tgid) ||
+        if (!p->act.affinity || !tgid_managed(p, tgid) ||
             task_facts_read_stat(p->procfs_root, ev->tgid, ev->pid, &ts) < 0)
                 return;
         for (unsigned i = 0; i < p->n_managed; i++) {
@@ -221,7 +200,7 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
                         continue;
                 if (!thread && p->managed[i].tid != ev->parent_pid)
                         continue;
-                if (act_affinity_adopt(p->affinity, &ts.id, &p->managed[i]) <= 0)
+                if (act_affinity_adopt(p->act.affinity, &ts.id, &p->managed[i]) <= 0)
                         continue;
                 grown = realloc(p->managed, (p->n_managed + 1) * sizeof(*grown));
                 if (!grown)
@@ -239,7 +218,7 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         Pipeline *p = userdata;
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
-                act_affinity_task_gone(p->affinity, ev->pid);
+                act_affinity_task_gone(p->act.affinity, ev->pid);
                 if (ev->pid == ev->tgid)
                         task_facts_reader_forget_process(p->facts_reader, ev->tgid);
         } else if (ev->type == PROC_EVENT_EXEC)
@@ -295,7 +274,8 @@ int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
                 return log_error_errno(ENOMEM, "Out of memory.");
         }
 
-        _cleanup_free_ char *cgroup = pipeline_cpuset_root(env);
+        _cleanup_free_ char *cgroup = NULL;
+        (void)actuator_find_cpuset_root(env->procfs_root, &cgroup);
         r = wake_graph_new(NULL, &p->graph);
         if (r >= 0)
                 r = u64map_new(&p->facts_index);
@@ -634,10 +614,10 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
 
                 if (!t)
                         continue;
-                int r = act_affinity_apply(p->affinity, t, &pg->cpus, &res, &applied);
+                int r = act_affinity_apply(p->act.affinity, t, &pg->cpus, &res, &applied);
                 if (r < 0) {
                         /* A journal that cannot be written was reported once already. */
-                        if (!act_affinity_error_is_transient(r) &&
+                        if (!actuator_error_is_transient(r) &&
                             journal_write_error(env->journal) == 0)
                                 log_warning_errno(r, "Cannot set the affinity of task %d: %m",
                                                   (int)id->tid);
@@ -666,27 +646,19 @@ static void pipeline_index_tgids(Pipeline *p) {
         }
 }
 
-static void pipeline_apply_slices(Pipeline *p, const PipelineEnv *env, const Plan *plan) {
+static void pipeline_apply_slices(Pipeline *p, const Plan *plan) {
         for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
                 const char *name = plan_slice_to_string(s);
                 const CpuSet *cpus = &plan->slice_cpus[s];
-                int r = 0;
-
-                if (p->systemd && !cpuset_is_empty(cpus))
-                        r = act_slice_apply(p->systemd, env->journal, name, cpus, env->advise);
-                else if (p->systemd)
-                        r = act_slice_release(p->systemd, env->journal, name);
-                else if (p->cpuset && !cpuset_is_empty(cpus))
-                        r = act_cpuset_apply(p->cpuset, name, cpus, NULL, NULL);
-                else if (p->cpuset)
-                        r = act_cpuset_release(p->cpuset, name);
+                int r = cpuset_is_empty(cpus) ? act_slice_release(p->act.slice, name)
+                                              : act_slice_apply(p->act.slice, name, cpus);
                 if (r < 0 && r != -ENOENT)
                         log_debug("Cpuset of %s: %s", name, strerror(-r));
         }
 }
 
 static void pipeline_apply_idle(Pipeline *p, const Plan *plan) {
-        if (!p->act_idle || !plan->idle_max_exit_latency_us)
+        if (!p->act.idle || !plan->idle_max_exit_latency_us)
                 return;
         int64_t *caps = calloc(plan->n_cpus, sizeof(*caps));
         if (!caps)
@@ -695,8 +667,8 @@ static void pipeline_apply_idle(Pipeline *p, const Plan *plan) {
                 caps[cpu] = plan->idle_max_exit_latency_us[cpu] == PLAN_NO_IDLE_CAP
                                     ? ACT_IDLE_NO_CAP
                                     : plan->idle_max_exit_latency_us[cpu];
-        int r = act_idle_apply(p->act_idle, caps, plan->n_cpus);
-        if (r < 0 && !act_idle_error_is_transient(r))
+        int r = act_idle_apply(p->act.idle, caps, plan->n_cpus);
+        if (r < 0 && !actuator_error_is_transient(r))
                 log_warning_errno(r, "Cannot set idle-state constraints: %m");
         free(caps);
 }
@@ -718,13 +690,13 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
         /* Tasks placed managed last tick but not now go back to the kernel. */
         for (unsigned i = 0; i < p->n_managed; i++)
                 if (!taskid_in(managed, n_managed, &p->managed[i]))
-                        (void)act_affinity_release(p->affinity, &p->managed[i]);
+                        (void)act_affinity_release(p->act.affinity, &p->managed[i]);
         free(p->managed);
         p->managed = managed;
         p->n_managed = n_managed;
         pipeline_index_tgids(p);
 
-        pipeline_apply_slices(p, env, plan);
+        pipeline_apply_slices(p, plan);
         pipeline_apply_idle(p, plan);
 }
 

@@ -21,7 +21,7 @@
 #include "macro.h"
 
 struct ActAffinity {
-        ActAffinityOptions opts;
+        ActuatorEnv opts;
         char *procfs_root;
         /* Tasks whose mask someone changed after placed set it: theirs for
          * good, until they exit (act_affinity_task_gone()). */
@@ -85,7 +85,7 @@ static int parse_key(const char *key, TaskId *ret) {
         return 0;
 }
 
-int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret) {
+int act_affinity_new(const ActuatorEnv *opts, ActAffinity **ret) {
         if (!opts || !ret || (!opts->dry_run && !opts->journal) || cpuset_is_empty(&opts->online))
                 return -EINVAL;
         ActAffinity *a = calloc(1, sizeof(ActAffinity));
@@ -98,6 +98,7 @@ int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret) {
                 return -ENOMEM;
         }
         a->opts.procfs_root = a->procfs_root;
+        a->opts.sysfs_root = a->opts.cgroup_root = NULL; /* not needed, not kept */
         if (a->opts.self_pid <= 0)
                 a->opts.self_pid = getpid();
         *ret = a;
@@ -343,18 +344,17 @@ static bool ops_equal(const char *a, const char *b) {
         return cpuset_equal(&x, &y);
 }
 
-void act_affinity_kind_ops(const char *procfs_root, JournalKindOps *ret) {
+int act_affinity_kind_ops(ActAffinity *a, JournalKindOps *ret, unsigned max) {
+        if (max < 1)
+                return -ENOBUFS;
         *ret = (JournalKindOps){
                 .kind = ACT_AFFINITY_KIND,
                 .read = ops_read,
                 .write = ops_write,
                 .equal = ops_equal,
-                .userdata = (void *)(procfs_root ? procfs_root : "/proc"),
+                .userdata = a->procfs_root,
         };
-}
-
-bool act_affinity_error_is_transient(int r) {
-        return r == -ESRCH || r == -EAGAIN || r == -EBUSY || r == -EINTR;
+        return 1;
 }
 
 const char *affinity_result_to_string(AffinityResult r) {

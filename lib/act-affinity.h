@@ -10,7 +10,7 @@
  *
  *     AffinityResult res;
  *     int r = act_affinity_apply(a, &facts, &plan_group->cpus, &res, NULL);
- *     if (r < 0 && !act_affinity_error_is_transient(r)) -> stop managing the task
+ *     if (r < 0 && !actuator_error_is_transient(r)) -> stop managing the task
  *     if (res >= AFFINITY_REFUSED_KTHREAD) -> never touch it again (log once)
  *
  * and for tasks of groups the plan leaves to the kernel (or that left a
@@ -21,22 +21,13 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "actuator.h"
 #include "cpuset.h"
 #include "group.h"
 #include "journal.h"
 #include "task-facts.h"
 
 #define ACT_AFFINITY_KIND "affinity"
-
-typedef struct ActAffinity ActAffinity;
-
-typedef struct ActAffinityOptions {
-        const char *procfs_root; /* "/proc": identity checks outside a tick (release, adopt) */
-        CpuSet online;
-        pid_t self_pid;   /* placed's own process; 0 = getpid() */
-        bool dry_run;     /* compute and report, change nothing */
-        Journal *journal; /* borrowed; required unless dry_run */
-} ActAffinityOptions;
 
 /* What act_affinity_apply() did or would do. */
 typedef enum AffinityResult {
@@ -53,7 +44,12 @@ typedef enum AffinityResult {
         AFFINITY_REFUSED_CHANGED,  /* someone changed the mask placed set */
 } AffinityResult;
 
-int act_affinity_new(const ActAffinityOptions *opts, ActAffinity **ret);
+/*
+ * act_affinity_new() - an affinity actuator over env (procfs_root, online,
+ * self_pid, dry_run, journal). Return: 0, -EINVAL (no journal outside dry
+ * run, no online CPU), -ENOMEM.
+ */
+int act_affinity_new(const ActuatorEnv *env, ActAffinity **ret);
 ActAffinity *act_affinity_free(ActAffinity *a);
 
 /*
@@ -81,7 +77,7 @@ int act_affinity_get(pid_t tid, CpuSet *ret);
  * *ret_result); negative errno on failure: -ESRCH (thread gone: the
  * write failed and its journal record was dropped) and -EAGAIN are transient,
  * -EPERM and -EINVAL permanent (see
- * act_affinity_error_is_transient()). ret_result (may be NULL) is set
+ * actuator_error_is_transient()). ret_result (may be NULL) is set
  * whenever the return is >= 0; ret_applied (may be NULL) receives the
  * clamped mask for AFFINITY_SET, _WOULD_SET and _UNCHANGED.
  */
@@ -120,13 +116,10 @@ int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creato
 /*
  * act_affinity_kind_ops() - the journal operations for kind "affinity":
  * read and write check the thread's identity first (-ESRCH when it is gone
- * or its tid was reused), equal compares cpulists. procfs_root must outlive
- * the ops.
+ * or its tid was reused), equal compares cpulists. a must outlive the ops.
+ * Return: 1 (entries filled), or -ENOBUFS when max is 0.
  */
-void act_affinity_kind_ops(const char *procfs_root, JournalKindOps *ret);
-
-/* Return: true for errors worth retrying next tick (-ESRCH, -EAGAIN, -EBUSY, -EINTR). */
-bool act_affinity_error_is_transient(int r);
+int act_affinity_kind_ops(ActAffinity *a, JournalKindOps *ret, unsigned max);
 
 /* Formats the journal key "TID:STARTTIME" into buf. */
 void act_affinity_format_key(const TaskId *id, char *buf, size_t size);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The cpuset actuator for hosts where systemd is not PID 1 (act-slice.h is
- * the systemd path): writes cpuset.cpus of a cgroup directly, in a cgroup v2
- * tree or the v1 cpuset hierarchy, below a root path so tests run on
- * fixture trees.
+ * The cgroupfs backend of the slice actuator (act-slice.h), for hosts where
+ * systemd is not PID 1: writes cpuset.cpus of a cgroup directly, in a
+ * cgroup v2 tree or the v1 cpuset hierarchy, below a root path so tests run
+ * on fixture trees. act_slice_apply() calls it as:
  *
- * Per tick, for each slice the plan confines (Plan.slice_cpus[i] non-empty):
+ * For each slice the plan confines (Plan.slice_cpus[i] non-empty):
  *
  *     act_cpuset_apply(a, "system.slice", &plan->slice_cpus[PLAN_SLICE_SYSTEM], NULL, NULL);
  *

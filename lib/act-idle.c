@@ -66,11 +66,6 @@ typedef struct ObjectIo {
         int (*write)(ActIdle *a, const char *key, const char *value);
 } ObjectIo;
 
-bool act_idle_error_is_transient(int error) {
-        return error == -EAGAIN || error == -EBUSY || error == -EINTR || error == -ENOMEM ||
-               error == -ETIMEDOUT;
-}
-
 void act_idle_qos_text(int64_t max_latency_us, char *buf, size_t size) {
         if (max_latency_us <= 0)
                 snprintf(buf, size, "n/a");
@@ -270,7 +265,7 @@ static int apply_qos(ActIdle *a, unsigned cpu, int64_t cap, bool use) {
                 return 0;
         const char *want = use && cap >= 0 ? qos_want(a, cpu, cap, buf, sizeof(buf)) : NULL;
         int r = object_set(a, &qos_io, key, want, &c->qos_yielded);
-        if (r < 0 && want && !act_idle_error_is_transient(r))
+        if (r < 0 && want && !actuator_error_is_transient(r))
                 c->qos_broken = true;
         return r;
 }
@@ -390,7 +385,9 @@ static int kind_cpuidle_write(const char *key, const char *value, void *userdata
         return cpuidle_write(userdata, key, value);
 }
 
-int act_idle_kind_ops(ActIdle *a, JournalKindOps ret[ACT_IDLE_N_KINDS]) {
+int act_idle_kind_ops(ActIdle *a, JournalKindOps *ret, unsigned max) {
+        if (max < ACT_IDLE_N_KINDS)
+                return -ENOBUFS;
         ret[0] = (JournalKindOps){ .kind = ACT_IDLE_KIND_QOS,
                                    .read = kind_qos_read,
                                    .write = kind_qos_write,
@@ -417,9 +414,12 @@ static void act_idle_load_cpu(ActIdle *a, unsigned cpu) {
         }
 }
 
-int act_idle_new(const char *sysfs_root, Journal *journal, bool dry_run, ActIdle **ret) {
-        if (!sysfs_root || !ret)
+int act_idle_new(const ActuatorEnv *env, ActIdle **ret) {
+        if (!env || !env->sysfs_root || !ret)
                 return -EINVAL;
+        const char *sysfs_root = env->sysfs_root;
+        Journal *journal = env->journal;
+        bool dry_run = env->dry_run;
         int n = idle_cpu_count(sysfs_root);
         if (n < 0)
                 return n;

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "actuator.h"
 #include "journal.h"
 
 #define ACT_IDLE_NO_CAP       (-1) /* in the cap array: no constraint for this CPU */
@@ -47,18 +48,16 @@ typedef enum ActIdleMechanism {
 typedef void (*ActIdleReportFn)(const char *kind, const char *key, const char *from, const char *to,
                                 bool dry_run, void *userdata);
 
-typedef struct ActIdle ActIdle;
-
 /*
- * act_idle_new() - an actuator for the CPUs under sysfs_root ("/" = live:
- * cpuidle through libcpupower, /dev/cpu_dma_latency; else the tree's files
- * and SYSFS_ROOT/dev/cpu_dma_latency). journal (not owned) may be NULL only
- * when the actuator is used for act_idle_kind_ops() alone (placed --restore)
- * or in dry-run mode.
+ * act_idle_new() - an actuator for the CPUs under env->sysfs_root ("/" =
+ * live: cpuidle through libcpupower, /dev/cpu_dma_latency; else the tree's
+ * files and SYSFS_ROOT/dev/cpu_dma_latency). env->journal (not owned) may
+ * be NULL only when the actuator is used for act_idle_kind_ops() alone or
+ * in dry-run mode.
  *
  * Return: 0, -ENOENT when the root has no CPUs, other negative errno.
  */
-int act_idle_new(const char *sysfs_root, Journal *journal, bool dry_run, ActIdle **ret);
+int act_idle_new(const ActuatorEnv *env, ActIdle **ret);
 
 /* Closes /dev/cpu_dma_latency (releasing the global request); sysfs values
  * are left as they are: restoring them is the journal's job. */
@@ -76,7 +75,7 @@ void act_idle_set_report(ActIdle *a, ActIdleReportFn fn, void *userdata);
  * the report callback says what would be set.
  *
  * Return: 1 when something was (or would be) changed, 0 when all was already
- * right, else the first negative errno (see act_idle_error_is_transient()).
+ * right, else the first negative errno (see actuator_error_is_transient()).
  */
 int act_idle_apply(ActIdle *a, const int64_t *max_latency_us, unsigned n);
 
@@ -102,13 +101,10 @@ int act_idle_release_all(ActIdle *a);
  * act_idle_kind_ops() - the journal's read/write operations for the kinds
  * "pm_qos" and "cpuidle", bound to a (which must outlive them).
  *
- * Return: ACT_IDLE_N_KINDS (entries filled in ret).
+ * Return: ACT_IDLE_N_KINDS (entries filled in ret), or -ENOBUFS when max is
+ * smaller.
  */
-int act_idle_kind_ops(ActIdle *a, JournalKindOps ret[ACT_IDLE_N_KINDS]);
-
-/* Return: true for errors worth retrying next tick (-EAGAIN, -EBUSY, -EINTR,
- * -ENOMEM, -ETIMEDOUT); others are permanent for that object. */
-bool act_idle_error_is_transient(int error);
+int act_idle_kind_ops(ActIdle *a, JournalKindOps *ret, unsigned max);
 
 /*
  * act_idle_qos_text() - pure: the pm_qos_resume_latency_us text for a cap

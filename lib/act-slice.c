@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * AllowedCPUs= on systemd slices, through org.freedesktop.systemd1.
+ * The slice actuator (see act-slice.h). Its cgroupfs backend is
+ * act-cpuset.c; its systemd backend is here: AllowedCPUs= on systemd
+ * slices, through org.freedesktop.systemd1.
  *
  * systemd owns the cgroup tree when it is PID 1: writing cpuset.cpus behind
  * its back would be undone at the next daemon-reload and confuse "systemctl
@@ -14,7 +16,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 
+#include "act-cpuset.h"
 #include "macro.h"
 
 #define SYSTEMD_DEST    "org.freedesktop.systemd1"
@@ -62,7 +66,7 @@ int act_slice_get_allowed_cpus(sd_bus *bus, const char *unit, CpuSet *ret, bool 
         return 0;
 }
 
-int act_slice_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus) {
+static int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus) {
         _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_bus_message_ sd_bus_message *m = NULL;
         uint8_t bytes[CPUSET_MAX_CPUS / 8] = { 0 };
@@ -104,7 +108,8 @@ static int slice_format(const CpuSet *cpus, bool set, char **ret) {
         return cpuset_to_string(cpus, ret);
 }
 
-int act_slice_apply(sd_bus *bus, Journal *j, const char *unit, const CpuSet *cpus, bool dry_run) {
+static int systemd_apply(sd_bus *bus, Journal *j, const char *unit, const CpuSet *cpus,
+                         bool dry_run) {
         _cleanup_free_ char *original = NULL, *wanted = NULL;
         CpuSet now;
         bool set;
@@ -125,7 +130,7 @@ int act_slice_apply(sd_bus *bus, Journal *j, const char *unit, const CpuSet *cpu
                 r = journal_record_change(j, ACT_SLICE_JOURNAL_KIND, unit, original, wanted);
         if (r < 0)
                 return r;
-        r = act_slice_set_allowed_cpus(bus, unit, cpus);
+        r = systemd_set_allowed_cpus(bus, unit, cpus);
         return r < 0 ? r : 1;
 }
 
@@ -143,7 +148,7 @@ static int slice_journal_write(const char *key, const char *value, void *userdat
         int r = cpuset_parse(value, &cpus);
         if (r < 0)
                 return r;
-        return act_slice_set_allowed_cpus(userdata, key, &cpus);
+        return systemd_set_allowed_cpus(userdata, key, &cpus);
 }
 
 static bool slice_journal_equal(const char *a, const char *b) {
@@ -153,7 +158,7 @@ static bool slice_journal_equal(const char *a, const char *b) {
         return cpuset_equal(&sa, &sb);
 }
 
-void act_slice_journal_ops(sd_bus *bus, JournalKindOps *ret) {
+static void systemd_kind_ops(sd_bus *bus, JournalKindOps *ret) {
         *ret = (JournalKindOps){
                 .kind = ACT_SLICE_JOURNAL_KIND,
                 .read = slice_journal_read,
@@ -163,7 +168,7 @@ void act_slice_journal_ops(sd_bus *bus, JournalKindOps *ret) {
         };
 }
 
-int act_slice_release(sd_bus *bus, Journal *j, const char *unit) {
+static int systemd_release(sd_bus *bus, Journal *j, const char *unit) {
         const char *original, *applied;
         CpuSet now, want;
         bool set;
@@ -180,4 +185,85 @@ int act_slice_release(sd_bus *bus, Journal *j, const char *unit) {
         /* Restored, changed by someone else since, or gone: placed lets go. */
         r = journal_forget(j, ACT_SLICE_JOURNAL_KIND, unit);
         return r < 0 ? r : 1;
+}
+
+struct ActSlice {
+        SliceBackend backend;
+        int backend_error;
+        bool dry_run;
+        Journal *journal;
+        sd_bus *systemd;   /* SLICE_BACKEND_SYSTEMD */
+        ActCpuset *cpuset; /* SLICE_BACKEND_CGROUPFS */
+};
+
+int act_slice_new(const ActuatorEnv *env, ActSlice **ret) {
+        ActSlice *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        *s = (ActSlice){ .dry_run = env->dry_run, .journal = env->journal };
+        SliceBackend b = actuator_slice_backend_pick(env);
+        int r = 0;
+        if (b == SLICE_BACKEND_SYSTEMD)
+                r = sd_bus_open_system(&s->systemd);
+        else if (b == SLICE_BACKEND_CGROUPFS) {
+                ActCpusetOptions o = { .cgroup_root = env->cgroup_root,
+                                       .dry_run = env->dry_run,
+                                       .journal = env->journal };
+                r = act_cpuset_new(&o, &s->cpuset);
+        }
+        if (r == -ENOMEM) {
+                act_slice_free(s);
+                return r;
+        }
+        s->backend = r < 0 ? SLICE_BACKEND_NONE : b;
+        s->backend_error = r < 0 ? r : 0;
+        *ret = s;
+        return 0;
+}
+
+ActSlice *act_slice_free(ActSlice *s) {
+        if (!s)
+                return NULL;
+        sd_bus_flush_close_unref(s->systemd);
+        act_cpuset_free(s->cpuset);
+        free(s);
+        return NULL;
+}
+
+SliceBackend act_slice_backend(const ActSlice *s) {
+        return s ? s->backend : SLICE_BACKEND_NONE;
+}
+
+int act_slice_backend_error(const ActSlice *s) {
+        return s ? s->backend_error : 0;
+}
+
+int act_slice_apply(ActSlice *s, const char *slice, const CpuSet *cpus) {
+        if (!s || !slice || !cpus)
+                return -EINVAL;
+        if (s->backend == SLICE_BACKEND_SYSTEMD)
+                return systemd_apply(s->systemd, s->journal, slice, cpus, s->dry_run);
+        if (s->backend == SLICE_BACKEND_CGROUPFS)
+                return act_cpuset_apply(s->cpuset, slice, cpus, NULL, NULL);
+        return 0;
+}
+
+int act_slice_release(ActSlice *s, const char *slice) {
+        if (!s || !slice)
+                return -EINVAL;
+        if (s->backend == SLICE_BACKEND_SYSTEMD)
+                return s->dry_run ? 0 : systemd_release(s->systemd, s->journal, slice);
+        if (s->backend == SLICE_BACKEND_CGROUPFS)
+                return act_cpuset_release(s->cpuset, slice);
+        return 0;
+}
+
+int act_slice_kind_ops(ActSlice *s, JournalKindOps *ret, unsigned max) {
+        unsigned n = s && s->backend == SLICE_BACKEND_SYSTEMD ? 2 : 1;
+        if (max < n)
+                return -ENOBUFS;
+        act_cpuset_kind_ops(&ret[0]);
+        if (n == 2)
+                systemd_kind_ops(s->systemd, &ret[1]);
+        return (int)n;
 }

@@ -32,6 +32,7 @@
 #define PF_KTHREAD_FLAG 0x00200000U
 
 #define CGROUP_CACHE_MAX 128
+#define EXE_CACHE_TICKS  64 /* an executable not asked for in this many ticks is dropped */
 
 typedef struct CgroupCpus {
         char *path; /* owned */
@@ -94,6 +95,15 @@ void task_facts_reader_new_tick(TaskFactsReader *r) {
                 return;
         reader_clear_cgroups(r);
         r->tick++;
+        /* Without the proc connector nobody reports exits: drop what no
+         * tick asked for lately, so the cache follows the live processes. */
+        if (r->tick % EXE_CACHE_TICKS != 0)
+                return;
+        for (unsigned i = 0; i < r->n_exes; i++)
+                if (r->exes[i].checked_tick + EXE_CACHE_TICKS < r->tick) {
+                        free(r->exes[i].exe);
+                        r->exes[i--] = r->exes[--r->n_exes];
+                }
 }
 
 void task_facts_reader_forget_process(TaskFactsReader *r, pid_t tgid) {

@@ -96,7 +96,7 @@ static int apply(Fixture *f, const TaskId *id, const CpuSet *want, AffinityResul
 }
 
 static int make_act(Fixture *f, bool dry_run) {
-        ActAffinityOptions o = {
+        ActuatorEnv o = {
                 .procfs_root = "/proc",
                 .online = f->online,
                 .dry_run = dry_run,
@@ -114,7 +114,7 @@ static int setup(void **state) {
         assert_non_null(mkdtemp(f->dir));
         assert_int_equal(journal_open(f->dir, &f->journal), 0);
         assert_int_equal(make_act(f, false), 0);
-        act_affinity_kind_ops("/proc", &f->ops);
+        assert_int_equal(act_affinity_kind_ops(f->act, &f->ops, 1), 1);
         const char *cpuset_root = access("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", F_OK) == 0
                                           ? "/sys/fs/cgroup/cpuset"
                                           : NULL;
@@ -182,7 +182,10 @@ static void test_crash_then_restore(void **state) {
         f->act = act_affinity_free(f->act);
         f->journal = journal_free(f->journal); /* "crash" */
 
+        /* A new run restores with its own actuator. */
         assert_int_equal(journal_open(f->dir, &f->journal), 0);
+        assert_int_equal(make_act(f, false), 0);
+        assert_int_equal(act_affinity_kind_ops(f->act, &f->ops, 1), 1);
         JournalRestoreStats st;
         assert_int_equal(journal_restore(f->journal, &f->ops, 1, &st), 0);
         assert_int_equal(st.restored, 1);
@@ -313,8 +316,8 @@ static void test_identity(void **state) {
         CpuSet want = one_cpu(cpuset_last(&f->online));
         TaskId wrong = { .tid = f->id.tid, .start_time = f->id.start_time + 1 };
         assert_int_equal(apply(f, &wrong, &want, NULL, NULL), -ESRCH);
-        assert_true(act_affinity_error_is_transient(-ESRCH));
-        assert_false(act_affinity_error_is_transient(-EPERM));
+        assert_true(actuator_error_is_transient(-ESRCH));
+        assert_false(actuator_error_is_transient(-EPERM));
 
         /* Facts sampled, then the task exits before the change: nothing journaled. */
         TaskFacts t;

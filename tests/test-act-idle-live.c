@@ -125,7 +125,10 @@ static void test_apply_and_journal_restore(void **state) {
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
         Journal *j = NULL;
         assert_int_equal(journal_open(journal_dir, &j), 0);
-        assert_int_equal(act_idle_new("/", j, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(&(ActuatorEnv){ .sysfs_root = "/", .journal = j, .dry_run = false },
+                             &a),
+                0);
         act_idle_set_mechanism(a, ACT_IDLE_PM_QOS | ACT_IDLE_STATE_DISABLE);
 
         int64_t caps[CPU + 1] = { [0] = ACT_IDLE_NO_CAP, [CPU] = 0 };
@@ -138,7 +141,7 @@ static void test_apply_and_journal_restore(void **state) {
         assert_int_equal(act_idle_apply(a, caps, CPU + 1), 0); /* nothing to do */
 
         JournalKindOps ops[ACT_IDLE_N_KINDS];
-        act_idle_kind_ops(a, ops);
+        act_idle_kind_ops(a, ops, ACT_IDLE_N_KINDS);
         JournalRestoreStats st;
         assert_int_equal(journal_restore(j, ops, ACT_IDLE_N_KINDS, &st), 0);
         journal_free(j);
@@ -153,7 +156,10 @@ static void test_auto_and_release_all(void **state) {
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
         Journal *j = NULL;
         assert_int_equal(journal_open(journal_dir, &j), 0);
-        assert_int_equal(act_idle_new("/", j, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(&(ActuatorEnv){ .sysfs_root = "/", .journal = j, .dry_run = false },
+                             &a),
+                0);
         int64_t caps[CPU + 1] = { [0] = ACT_IDLE_NO_CAP, [CPU] = 50 };
         int r = act_idle_apply(a, caps, CPU + 1);
         char now[64];
@@ -185,7 +191,10 @@ static void test_cpu_dma_latency(void **state) {
                 skip();
         int32_t before = dma_read();
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
-        assert_int_equal(act_idle_new("/", NULL, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(&(ActuatorEnv){ .sysfs_root = "/", .journal = NULL, .dry_run = false },
+                             &a),
+                0);
         assert_int_equal(act_idle_set_global(a, 3), 1);
         assert_true(dma_read() <= 3);
         assert_int_equal(act_idle_set_global(a, 3), 0);

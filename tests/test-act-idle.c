@@ -131,7 +131,7 @@ _printf_(3, 4) static void put(const Ctx *c, const char *text, const char *fmt, 
 
 static void restore_all(Ctx *c, ActIdle *a, JournalRestoreStats *st) {
         JournalKindOps ops[ACT_IDLE_N_KINDS];
-        assert_int_equal(act_idle_kind_ops(a, ops), ACT_IDLE_N_KINDS);
+        assert_int_equal(act_idle_kind_ops(a, ops, ACT_IDLE_N_KINDS), ACT_IDLE_N_KINDS);
         assert_int_equal(journal_restore(c->j, ops, ACT_IDLE_N_KINDS, st), 0);
 }
 
@@ -150,14 +150,18 @@ static void test_qos_pure(void **state) {
         assert_int_equal(v, 20);
         assert_int_equal(act_idle_qos_parse("-3", &v), -EINVAL);
         assert_int_equal(act_idle_qos_parse("abc", &v), -EINVAL);
-        assert_true(act_idle_error_is_transient(-EBUSY));
-        assert_false(act_idle_error_is_transient(-EACCES));
+        assert_true(actuator_error_is_transient(-EBUSY));
+        assert_false(actuator_error_is_transient(-EACCES));
 }
 
 static void test_apply_restore(void **state) {
         Ctx *c = *state;
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
-        assert_int_equal(act_idle_new(c->dir, c->j, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(
+                        &(ActuatorEnv){ .sysfs_root = c->dir, .journal = c->j, .dry_run = false },
+                        &a),
+                0);
         act_idle_set_report(a, on_report, c);
 
         int64_t caps[32];
@@ -209,7 +213,11 @@ static void test_apply_restore(void **state) {
 static void test_admin_change_wins(void **state) {
         Ctx *c = *state;
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
-        assert_int_equal(act_idle_new(c->dir, c->j, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(
+                        &(ActuatorEnv){ .sysfs_root = c->dir, .journal = c->j, .dry_run = false },
+                        &a),
+                0);
         int64_t caps[2] = { 30, 40 };
         assert_int_equal(act_idle_apply(a, caps, 2), 1);
         put(c, "77", QOS(1)); /* the administrator takes cpu1 over */
@@ -239,10 +247,14 @@ static void test_disable_fallback(void **state) {
         assert_int_equal(mkdir(path, 0755), 0);
 
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
-        assert_int_equal(act_idle_new(c->dir, c->j, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(
+                        &(ActuatorEnv){ .sysfs_root = c->dir, .journal = c->j, .dry_run = false },
+                        &a),
+                0);
         int64_t caps[5] = { -1, -1, -1, 2, 2 };
         int r = act_idle_apply(a, caps, 5);
-        assert_true(r < 0 && !act_idle_error_is_transient(r));
+        assert_true(r < 0 && !actuator_error_is_transient(r));
         for (unsigned cpu = 3; cpu <= 4; cpu++) {
                 assert_string_equal(get(c, DISABLE(cpu, 0)), "0");
                 assert_string_equal(get(c, DISABLE(cpu, 1)), "0"); /* C1: 2 us <= cap */
@@ -271,7 +283,11 @@ static void test_vm2_both_and_crash_restore(void **state) {
         snprintf(orig_dis, sizeof(orig_dis), "%s", get(c, DISABLE(1, 1)));
         {
                 _cleanup_(act_idle_freep) ActIdle *a = NULL;
-                assert_int_equal(act_idle_new(c->dir, c->j, false, &a), 0);
+                assert_int_equal(act_idle_new(&(ActuatorEnv){ .sysfs_root = c->dir,
+                                                              .journal = c->j,
+                                                              .dry_run = false },
+                                              &a),
+                                 0);
                 act_idle_set_mechanism(a, ACT_IDLE_PM_QOS | ACT_IDLE_STATE_DISABLE);
                 int64_t caps[2] = { ACT_IDLE_NO_CAP, 0 };
                 assert_int_equal(act_idle_apply(a, caps, 2), 1);
@@ -285,7 +301,11 @@ static void test_vm2_both_and_crash_restore(void **state) {
         assert_int_equal(journal_open(c->journal, &c->j), 0);
         assert_int_equal(journal_size(c->j), 2);
         _cleanup_(act_idle_freep) ActIdle *r = NULL;
-        assert_int_equal(act_idle_new(c->dir, NULL, false, &r), 0);
+        assert_int_equal(
+                act_idle_new(
+                        &(ActuatorEnv){ .sysfs_root = c->dir, .journal = NULL, .dry_run = false },
+                        &r),
+                0);
         JournalRestoreStats st;
         restore_all(c, r, &st);
         assert_int_equal(st.restored, 2);
@@ -296,7 +316,11 @@ static void test_vm2_both_and_crash_restore(void **state) {
 static void test_dry_run(void **state) {
         Ctx *c = *state;
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
-        assert_int_equal(act_idle_new(c->dir, c->j, true, &a), 0);
+        assert_int_equal(
+                act_idle_new(
+                        &(ActuatorEnv){ .sysfs_root = c->dir, .journal = c->j, .dry_run = true },
+                        &a),
+                0);
         act_idle_set_report(a, on_report, c);
         int64_t caps[2] = { 0, 0 };
         act_idle_set_mechanism(a, ACT_IDLE_PM_QOS | ACT_IDLE_STATE_DISABLE);
@@ -320,7 +344,11 @@ static void test_global(void **state) {
         fclose(f);
 
         _cleanup_(act_idle_freep) ActIdle *a = NULL;
-        assert_int_equal(act_idle_new(c->dir, c->j, false, &a), 0);
+        assert_int_equal(
+                act_idle_new(
+                        &(ActuatorEnv){ .sysfs_root = c->dir, .journal = c->j, .dry_run = false },
+                        &a),
+                0);
         assert_int_equal(act_idle_set_global(a, -1), 0);
         assert_int_equal(act_idle_set_global(a, 20), 1);
         assert_int_equal(act_idle_set_global(a, 20), 0);

@@ -171,6 +171,46 @@ static void test_unit(void **state) {
         assert_string_equal(u, "");
 }
 
+/* The executable is read once per process: again after an exec, or for a reused pid. */
+static void test_exe_cache(void **state) {
+        _cleanup_free_ char *src = fixture("proc-basic");
+        char dir[] = "/tmp/placed-facts.XXXXXX", cmd[512], proc[64], exe[128];
+        _cleanup_free_ TaskFacts *t = calloc(1, sizeof(*t));
+        TaskFactsReader *r;
+        assert_non_null(mkdtemp(dir));
+        snprintf(cmd, sizeof(cmd), "cp -a '%s' '%s/proc'", src, dir);
+        assert_int_equal(system(cmd), 0);
+        snprintf(proc, sizeof(proc), "%s/proc", dir);
+        snprintf(exe, sizeof(exe), "%s/4242/exe", proc);
+        assert_int_equal(task_facts_reader_new(proc, NULL, &r), 0);
+
+        assert_int_equal(task_facts_read(r, 4242, 4242, t), 0);
+        assert_string_equal(t->exe, "/usr/lib/odd/app");
+        assert_int_equal(unlink(exe), 0);
+        assert_int_equal(symlink("/usr/bin/other", exe), 0);
+        task_facts_reader_new_tick(r);
+        assert_int_equal(task_facts_read(r, 4242, 4250, t), 0);
+        assert_string_equal(t->exe, "/usr/lib/odd/app"); /* the same process: cached */
+
+        task_facts_reader_forget_process(r, 4242); /* it exec()ed */
+        assert_int_equal(task_facts_read(r, 4242, 4250, t), 0);
+        assert_string_equal(t->exe, "/usr/bin/other");
+
+        /* The pid reused by a new process (another leader start time): read afresh. */
+        assert_int_equal(unlink(exe), 0);
+        assert_int_equal(symlink("/usr/bin/third", exe), 0);
+        snprintf(cmd, sizeof(cmd), "sed -i 's/ 123456 / 123999 /' '%s/4242/task/4242/stat'", proc);
+        assert_int_equal(system(cmd), 0);
+        task_facts_reader_new_tick(r);
+        assert_int_equal(task_facts_read(r, 4242, 4242, t), 0);
+        assert_int_equal(t->id.start_time, 123999);
+        assert_string_equal(t->exe, "/usr/bin/third");
+
+        task_facts_reader_free(r);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 static void test_live_self(void **state) {
         pid_t tid = (pid_t)syscall(SYS_gettid);
         TaskFactsReader *r;
@@ -207,6 +247,7 @@ int main(void) {
                 cmocka_unit_test(test_vanished_and_malformed),
                 cmocka_unit_test(test_parse_cgroup),
                 cmocka_unit_test(test_unit),
+                cmocka_unit_test(test_exe_cache),
                 cmocka_unit_test(test_live_self),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The undo journal meets the actuators: each kind of object placed changes
- * contributes its read/write operations, and restoring is the journal's
- * reverse replay over them. "placed --restore" (the unit's ExecStopPost=)
- * runs the same code as a clean stop, after taking the journal lock so it
- * never races a running daemon.
+ * Restoring the undo journal (see restore.h): the journal's reverse replay
+ * over every actuator's journal operations (actuators_kind_ops(), the same
+ * actuators and backend choice the tick uses), after each record has been
+ * checked for this machine.
  *
  * Restore writes journal values, as root, into files named by journal keys,
  * so nothing in the journal is taken on trust: each kind has a validator
  * here that knows what its keys and values look like on this machine (task
  * ids and start times, CPU numbers that exist, cgroup directories under a
- * cgroup mount, unit names, cpulists). A record that fails is named in the
- * log with why and set aside in journal.failed; it never blocks a start.
- * The journal's reports (lib/ does not log) are logged here.
+ * cgroup mount, unit names, cpulists). A record that fails is reported
+ * through the journal's report callback (JOURNAL_EVENT_SET_ASIDE, naming
+ * the record and why) and set aside in journal.failed; it never blocks a
+ * start.
  */
 #include "restore.h"
 
@@ -22,19 +22,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <systemd/sd-bus.h>
-#include <systemd/sd-daemon.h>
 
 #include "act-affinity.h"
 #include "act-cpuset.h"
 #include "act-idle.h"
 #include "act-slice.h"
+#include "actuator.h"
 #include "cpuset.h"
 #include "idle.h"
-#include "log.h"
 #include "macro.h"
 
 /* What a valid record looks like on this machine. */
@@ -182,131 +178,52 @@ static int validate_slice(const char *key, const char *value, const char **ret_w
         return check_cpulist(userdata, value, true, ret_why);
 }
 
-static void restore_on_report(const JournalReport *rep, void *userdata) {
-        char where[64];
-        if (rep->line > 0)
-                snprintf(where, sizeof(where), "journal line %u", rep->line);
-        else
-                snprintf(where, sizeof(where), "recorded by this run");
-
-        switch (rep->event) {
-        case JOURNAL_EVENT_BAD_LINE:
-                log_warning("%s/journal:%u: %s; record skipped%s.", rep->dir, rep->line, rep->why,
-                            rep->set_aside ? " and kept in journal.failed" : "");
-                break;
-        case JOURNAL_EVENT_SET_ASIDE:
-                log_warning("Cannot restore %s \"%s\" to \"%s\" (%s): %s%s%s; %s.", rep->kind,
-                            rep->key, rep->value, where, rep->why, rep->error < 0 ? ": " : "",
-                            rep->error < 0 ? strerror(-rep->error) : "",
-                            rep->set_aside ? "set aside in journal.failed"
-                                           : "kept in the journal (journal.failed cannot be "
-                                             "written)");
-                break;
-        case JOURNAL_EVENT_WRITE_FAILED:
-                log_error_errno(rep->error,
-                                "Cannot write the undo journal in \"%s\": %m; placed changes "
-                                "nothing until it can.",
-                                rep->dir);
-                break;
-        case JOURNAL_EVENT_RECOVERED:
-                log_notice("The undo journal in \"%s\" can be written again: recovered.", rep->dir);
-                break;
+/* The validator for each kind an actuator journals. */
+static void restore_set_validators(JournalKindOps *ops, unsigned n, RestoreLimits *limits) {
+        static const struct {
+                const char *kind;
+                int (*validate)(const char *, const char *, const char **, void *);
+        } table[] = {
+                { ACT_AFFINITY_KIND, validate_affinity },
+                { ACT_CPUSET_KIND, validate_cpuset },
+                { ACT_IDLE_KIND_QOS, validate_pm_qos },
+                { ACT_IDLE_KIND_CPUIDLE, validate_cpuidle },
+                { ACT_SLICE_JOURNAL_KIND, validate_slice },
+        };
+        for (unsigned i = 0; i < n; i++) {
+                ops[i].validate = NULL; /* a kind of no actuator: fails for want of ops */
+                for (size_t k = 0; k < ELEMENTSOF(table); k++)
+                        if (strcmp(ops[i].kind, table[k].kind) == 0)
+                                ops[i].validate = table[k].validate;
+                ops[i].validate_userdata = limits;
         }
-}
-
-static int log_journal_error(int r, const char *what, const char *dir) {
-        const char *reason = journal_strerror(r);
-        if (reason)
-                return log_error_errno(r, "Refusing the undo journal directory \"%s\": %s.", dir,
-                                       reason);
-        return log_error_errno(r, "Failed to %s the undo journal in \"%s\": %m", what, dir);
-}
-
-int restore_open_journal(const char *dir, int *ret_lock_fd, Journal **ret) {
-        _cleanup_close_ int lock_fd = -1;
-        int r = journal_lock(dir, &lock_fd);
-        if (r == -EWOULDBLOCK)
-                return log_error_errno(r, "Another placed holds the undo journal in \"%s\".", dir);
-        if (r < 0)
-                return log_journal_error(r, "lock", dir);
-
-        JournalOptions o = { .report = restore_on_report };
-        r = journal_open_full(dir, &o, ret);
-        if (r < 0)
-                return log_journal_error(r, "open", dir);
-        *ret_lock_fd = TAKE_FD(lock_fd);
-        return 0;
 }
 
 int restore_journal(Journal *j, const char *procfs_root, const char *sysfs_root,
                     JournalRestoreStats *ret_stats) {
-        JournalKindOps ops[2 + ACT_IDLE_N_KINDS + 1];
-        unsigned n = 0;
-        _cleanup_(act_idle_freep) ActIdle *idle = NULL;
-        sd_bus *systemd = NULL;
+        JournalKindOps ops[ACTUATOR_KINDS_MAX];
+        _cleanup_free_ char *cgroup = NULL;
         RestoreLimits limits;
+        Actuators act;
 
         restore_limits_init(&limits, procfs_root, sysfs_root);
-        act_affinity_kind_ops(procfs_root, &ops[n]);
-        ops[n++].validate = validate_affinity;
-        act_cpuset_kind_ops(&ops[n]);
-        ops[n++].validate = validate_cpuset;
-        if (act_idle_new(sysfs_root, NULL, false, &idle) >= 0) {
-                unsigned k = (unsigned)act_idle_kind_ops(idle, &ops[n]);
-                for (unsigned i = n; i < n + k; i++)
-                        ops[i].validate = strcmp(ops[i].kind, ACT_IDLE_KIND_QOS) == 0
-                                                  ? validate_pm_qos
-                                                  : validate_cpuidle;
-                n += k;
+        (void)actuator_find_cpuset_root(procfs_root, &cgroup);
+        ActuatorEnv env = { .procfs_root = procfs_root,
+                            .sysfs_root = sysfs_root,
+                            .cgroup_root = cgroup,
+                            .online = limits.possible,
+                            .journal = j };
+        int r = actuators_open(&env, &act, NULL);
+        if (r >= 0) {
+                int n = actuators_kind_ops(&act, ops, ELEMENTSOF(ops));
+                if (n >= 0) {
+                        restore_set_validators(ops, (unsigned)n, &limits);
+                        r = journal_restore(j, ops, (unsigned)n, ret_stats);
+                } else
+                        r = n;
+                actuators_close(&act);
         }
-        /* Slices were changed through systemd, so only systemd can put them back.
-         * Without it, their records are set aside for a person. */
-        if (sd_booted() > 0 && sd_bus_open_system(&systemd) >= 0) {
-                act_slice_journal_ops(systemd, &ops[n]);
-                ops[n++].validate = validate_slice;
-        }
-        for (unsigned i = 0; i < n; i++)
-                ops[i].validate_userdata = &limits;
-
-        journal_set_report(j, restore_on_report, NULL);
-        int r = journal_restore(j, ops, n, ret_stats);
-        sd_bus_flush_close_unref(systemd);
         restore_limits_done(&limits);
-        /* Each failure was logged and set aside: nothing here blocks a start. */
+        /* Each failure was reported and set aside: nothing here blocks a start. */
         return r == -EIO ? 0 : r;
-}
-
-int restore_run(const char *journal_dir, const char *procfs_root, const char *sysfs_root) {
-        struct stat st;
-        if (lstat(journal_dir, &st) < 0 && errno == ENOENT) {
-                log_info("No undo journal in \"%s\": nothing to restore.", journal_dir);
-                return 0;
-        }
-
-        _cleanup_close_ int lock_fd = -1;
-        Journal *j = NULL;
-        int r = restore_open_journal(journal_dir, &lock_fd, &j);
-        if (r == -EWOULDBLOCK)
-                return log_error_errno(
-                        r, "placed is running and holds \"%s\"; use \"placectl restore\" instead.",
-                        journal_dir);
-        if (r < 0)
-                return r;
-
-        JournalRestoreStats stats = { 0 };
-        unsigned n = journal_size(j);
-        r = restore_journal(j, procfs_root, sysfs_root, &stats);
-        journal_free(j);
-        log_info("Undo journal \"%s\": %u entries; restored %u, left %u changed by others, %u "
-                 "gone, %u failed.",
-                 journal_dir, n, stats.restored, stats.skipped, stats.gone, stats.failed);
-        if (r < 0)
-                return log_error_errno(r, "Failed to rewrite the undo journal in \"%s\": %m",
-                                       journal_dir);
-        if (stats.failed > 0)
-                return log_error_errno(EIO,
-                                       "%u change(s) could not be restored (named above); see "
-                                       "\"%s/journal.failed\".",
-                                       stats.failed, journal_dir);
-        return 0;
 }
