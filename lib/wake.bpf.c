@@ -7,12 +7,13 @@
  *    counts it in a per-CPU edge cache backed by a per-CPU hash; userspace
  *    reads all three once per tick. It is on the hot path of every wakeup in
  *    the system;
- *  - context markers on tp_btf/softirq_entry and _exit, irq_handler_entry and
- *    _exit, hrtimer_expire_entry and _exit: each stores one byte in its CPU's
- *    control line, which wake_sched_waking reads to tell whose wakeup it is
- *    (see "whose wakeup" below). They run per softirq, device interrupt and
- *    hrtimer, not per wakeup, except where those cause the wakeups (a
- *    loopback pair: one NET_RX softirq per message);
+ *  - context markers on tp_btf/irq_handler_entry and _exit,
+ *    hrtimer_expire_entry and _exit, timer_expire_entry and _exit: each
+ *    stores one byte in its CPU's control line, which wake_sched_waking reads
+ *    to tell whose wakeup it is (see "whose wakeup" below). They run per
+ *    device interrupt and timer expiry, not per wakeup nor per softirq (a
+ *    loopback pair runs one NET_RX softirq per message: markers there would
+ *    cost two program runs a wakeup);
  *  - wake_task_iter, a task iterator userspace runs once per read, copies each
  *    task's identity and the kernel's own wakee_flips, wakee_flip_decay_ts and
  *    last_wakee out of task_struct.
@@ -20,20 +21,20 @@
  * Whose wakeup: the kernel's record_wakee() counts every wakeup it sees for
  * current, whatever the context. So does this sampler, with the exceptions
  * that would make false edges:
- *  - a softirq (softirq_entry to softirq_exit) is current's: loopback TCP and
- *    UDP wake the receiver from the NET_RX softirq that the sender's send
- *    runs, in the sender's context, on the IRQ stack (x86-64, at
- *    local_bh_enable()). Counted in softirq_taken as well. Except the timer
- *    softirqs (TIMER, HRTIMER): a timeout expiring is nobody's wakeup;
- *  - a hard IRQ is nobody's: an hrtimer expiring (a sleeper's timeout) or a
- *    device's handler has nothing to do with the task it interrupted. Marked
- *    by irq_handler_* and hrtimer_expire_*, as a hard IRQ nested in a softirq
- *    runs on the same IRQ stack, and one that interrupts user mode runs on
- *    the task's stack, not the IRQ stack (x86-64); any other frame on the IRQ
- *    stack outside a softirq is a hard IRQ too (IPIs and other system
- *    vectors, and NMIs, which cannot wake). Not covered: a system vector
- *    other than the timer (irq_work, a KVM async page fault) that wakes a
- *    task while interrupting user mode or a softirq, rare;
+ *  - a timer expiring (an hrtimer, hard or soft, or a timer wheel callback)
+ *    or a device's hard IRQ handler is nobody's: it has nothing to do with
+ *    the task it interrupted. Marked, as an interrupt from user mode runs on
+ *    the task's stack (x86-64), and one nested in a softirq on the IRQ stack
+ *    the softirq uses;
+ *  - any other frame on the IRQ stack is a softirq's, and current's: loopback
+ *    TCP and UDP wake the receiver from the NET_RX softirq that the sender's
+ *    send runs, in the sender's context, on the IRQ stack (x86-64, at
+ *    local_bh_enable()). Counted in softirq_taken as well. Not told apart:
+ *    a system vector other than the timer (irq_work, IPIs, a KVM async page
+ *    fault) that wakes a task while interrupting the kernel counts as a
+ *    softirq, and while interrupting user mode as task context; rare. And
+ *    softirqs at the exit of an interrupt from user mode run on the task's
+ *    stack: attributed, but not counted as softirq;
  *  - softirqs in ksoftirqd run on its stack, and it is a kernel thread,
  *    skipped by default like the idle task. Markers are plain stores, set
  *    and cleared, not counts: a missed run heals at the next one.
@@ -89,7 +90,7 @@
  *  - sample_shift > 0 counts 1 in 2^sample_shift calls on average, decided
  *    by a per-CPU countdown before any other work (a random number only per
  *    sampled call); userspace scales the counts back;
- *  - wakeups that are nobody's (hard IRQ, timer softirq, see above), from
+ *  - wakeups that are nobody's (hard IRQ, timers, see above), from
  *    the idle task and (by default) to or from kernel threads are counted as
  *    skipped, not attributed; placed's own (ignore_tgid) are dropped by
  *    userspace, which knows the waker's tgid from the iterator. The context
@@ -297,38 +298,14 @@ static __attribute__((noinline)) int cache_count(struct wake_cpu_ctl *c, __u32 c
         return cache_miss(c, set, waker, wakee);
 }
 
-/*
- * The context markers (see "whose wakeup" at the top). The kernel's numbers
- * of the timer softirqs (include/linux/interrupt.h, unchanged since 2.6):
- * their wakeups are timeouts expiring, as in a hard IRQ.
- */
-#define TIMER_SOFTIRQ   1
-#define HRTIMER_SOFTIRQ 8
-
+/* The context markers (see "whose wakeup" at the top). */
 static __always_inline struct wake_cpu_ctl *this_cpu_ctl(void) {
         __u32 cpu = bpf_get_smp_processor_id();
         return bpf_map_lookup_elem(&cpu_ctl, &cpu);
 }
 
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(wake_softirq_entry, unsigned int vec) {
-        struct wake_cpu_ctl *c = this_cpu_ctl();
-        if (c)
-                c->softirq = vec == TIMER_SOFTIRQ || vec == HRTIMER_SOFTIRQ ? WAKE_SOFTIRQ_TIMER
-                                                                            : WAKE_SOFTIRQ_TAKEN;
-        return 0;
-}
-
-SEC("tp_btf/softirq_exit")
-int BPF_PROG(wake_softirq_exit, unsigned int vec) {
-        struct wake_cpu_ctl *c = this_cpu_ctl();
-        if (c)
-                c->softirq = WAKE_SOFTIRQ_NONE;
-        return 0;
-}
-
-/* A hard IRQ's handler, an hrtimer's callback: neither the stack (from user
- * mode: the task's) nor the softirq marker (nested in a softirq) tells them. */
+/* A hard IRQ's handler, a timer's callback: the stack does not tell them
+ * (from user mode: the task's; nested in a softirq: the softirq's). */
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(wake_irq_entry) {
         struct wake_cpu_ctl *c = this_cpu_ctl();
@@ -361,18 +338,33 @@ int BPF_PROG(wake_hrtimer_exit) {
         return 0;
 }
 
+/* A timer wheel callback (the TIMER softirq): a timeout expiring too. */
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(wake_timer_entry) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_timer = 1;
+        return 0;
+}
+
+SEC("tp_btf/timer_expire_exit")
+int BPF_PROG(wake_timer_exit) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_timer = 0;
+        return 0;
+}
+
 /*
  * Whose wakeup this is, by context: 0 current's (task context), 1 current's
- * from a softirq, -1 nobody's (a hard IRQ, a timer). The markers come first:
- * an interrupt from user mode runs on the task's stack, not the IRQ stack
- * (and so do the softirqs at its exit). The common case is one load of the
- * markers, all zero, and a frame on the task stack.
+ * from a softirq, -1 nobody's (a hard IRQ handler, a timer). One load of
+ * the markers, all zero in the common case, and the stack check.
  */
 static __always_inline int wake_context(const struct wake_cpu_ctl *c, struct task_struct *cur) {
-        __u32 markers = *(const volatile __u32 *)&c->softirq; /* the three bytes at once */
-        if (!markers && !on_irq_stack(cur))
-                return 0;
-        return c->softirq == WAKE_SOFTIRQ_TAKEN && !c->in_irq_handler && !c->in_hrtimer ? 1 : -1;
+        __u32 markers = *(const volatile __u32 *)&c->in_timer; /* the three bytes at once */
+        if (markers)
+                return -1;
+        return on_irq_stack(cur);
 }
 
 SEC("tp_btf/sched_waking")

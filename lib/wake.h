@@ -112,11 +112,6 @@ struct wake_task_info {
         char comm[WAKE_COMM_LEN];
 };
 
-/* wake_cpu_ctl.softirq: what a wakeup on the IRQ stack is, if not a hard IRQ's. */
-#define WAKE_SOFTIRQ_NONE  0 /* no softirq served: the IRQ stack is a hard IRQ's */
-#define WAKE_SOFTIRQ_TAKEN 1 /* a softirq whose wakeups are current's (NET_RX, ...) */
-#define WAKE_SOFTIRQ_TIMER 2 /* TIMER or HRTIMER: a timeout expiring, nobody's wakeup */
-
 /*
  * One CPU's state of the BPF program, an element of an mmap'able array of
  * three cache lines: the first two written only by the program on that CPU
@@ -132,7 +127,7 @@ struct wake_cpu_ctl {
         __u64 cached;    /* counted in the edge cache (the log was full) */
         __u64 misses;    /* of those, edge cache misses: calls that took a way */
         /* Markers of the context, read by the program as one 32-bit word: */
-        __u8 softirq;        /* WAKE_SOFTIRQ_*: the softirq this CPU serves */
+        __u8 in_timer;       /* a timer wheel callback runs (TIMER softirq) */
         __u8 in_irq_handler; /* a hard IRQ's handler runs */
         __u8 in_hrtimer;     /* an hrtimer callback runs */
         __u8 marker_pad;     /* 0 */
