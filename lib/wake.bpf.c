@@ -65,7 +65,9 @@
  *    edge's counter, a cache miss at most wakeups when the workload runs
  *    between them (hackbench: 300-500 ns a wakeup in the per-CPU hash, whose
  *    lookup is a jhash and three misses, ~330 ns in the edge cache below,
- *    ~120 ns in the log, ~80 ns of which the trampoline and the statistics).
+ *    ~120 ns in the log, ~80 ns of which the trampoline and the statistics:
+ *    bpf_stats times a program by two sched_clock() reads, and an empty
+ *    program on sched_waking measures 52-82 ns on a KVM guest's kvm-clock).
  *    Userspace counts the records and moves log_tail on; the program writes
  *    a record before it moves log_head, and never past log_tail +
  *    log_records (it reads log_tail again only when it reaches that limit);
@@ -95,7 +97,15 @@
  *    skipped, not attributed; placed's own (ignore_tgid) are dropped by
  *    userspace, which knows the waker's tgid from the iterator. The context
  *    check costs one load from the control line the hot path reads anyway
- *    and the stack check; the rest only when a marker is set.
+ *    (the markers and the settings in one word) and the stack check;
+ *  - a logged wakeup touches, of the program's own memory, only this CPU's
+ *    control line and its log slot: the settings it needs (the log's place
+ *    and size, THREAD_SIZE, skip_kthreads, sampling) are copied from the
+ *    read-only data into the control line at the CPU's first wakeup, as a
+ *    read of another page can miss in the TLB as well, on a CPU just back
+ *    from idle (a VM's HLT) or under hackbench;
+ *  - the PID namespace: the iterator reports TIDs as placed's /proc shows
+ *    them (see wake_task_iter); the hot path knows only addresses.
  *
  * No vmlinux.h: the few kernel types used are declared here and relocated
  * with CO-RE against the running kernel's BTF.
@@ -143,10 +153,24 @@ enum {
                 barrier();                               \
         } while (0)
 
+struct pid_namespace;
+
+struct upid {
+        int nr;
+        struct pid_namespace *ns;
+} __attribute__((preserve_access_index));
+
+struct pid {
+        unsigned int level;
+        struct upid numbers[1]; /* numbers[level + 1]: the pid in each namespace up to its own */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
         unsigned int flags;
         pid_t pid;
         pid_t tgid;
+        struct pid *thread_pid;
+        struct task_struct *group_leader;
         __u64 start_boottime;
         char comm[16];
         void *stack;
@@ -222,12 +246,12 @@ struct {
  * tracepoint fired on. So a frame outside current's task stack means
  * interrupt context; which kind, the markers say (see the top).
  */
-static __always_inline int on_irq_stack(struct task_struct *cur) {
+static __always_inline int on_irq_stack(struct task_struct *cur, __u32 stack_size) {
         __u64 marker = 0;
         __u64 sp = (__u64)(unsigned long)&marker;
         __u64 base = (__u64)(unsigned long)cur->stack;
         barrier_var(sp);
-        return sp < base || sp >= base + thread_size;
+        return sp - base >= stack_size; /* below base, the difference wraps */
 }
 
 /* Adds n wakeups of edge k to this CPU's count in the hash. */
@@ -356,15 +380,20 @@ int BPF_PROG(wake_timer_exit) {
 }
 
 /*
- * Whose wakeup this is, by context: 0 current's (task context), 1 current's
- * from a softirq, -1 nobody's (a hard IRQ handler, a timer). One load of
- * the markers, all zero in the common case, and the stack check.
+ * Copies the settings into this CPU's hot line (see WAKE_CFG_SET), once.
+ * Returns the cfg byte.
  */
-static __always_inline int wake_context(const struct wake_cpu_ctl *c, struct task_struct *cur) {
-        __u32 markers = *(const volatile __u32 *)&c->in_timer; /* the three bytes at once */
-        if (markers)
-                return -1;
-        return on_irq_stack(cur);
+static __attribute__((noinline)) int ctl_configure(struct wake_cpu_ctl *c, __u32 cpu) {
+        __u8 cfg = WAKE_CFG_SET;
+        if (skip_kthreads)
+                cfg |= WAKE_CFG_SKIP_KTHREADS;
+        if (sample_shift)
+                cfg |= WAKE_CFG_SAMPLED;
+        c->log_base = cpu * log_records;
+        c->log_mask = log_records - 1;
+        c->thread_size = (__u32)thread_size;
+        WRITE_SEQ(c->cfg, cfg);
+        return cfg;
 }
 
 SEC("tp_btf/sched_waking")
@@ -373,7 +402,12 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         struct wake_cpu_ctl *c = bpf_map_lookup_elem(&cpu_ctl, &cpu);
         if (!c)
                 return 0;
-        if (sample_shift) {
+        /* The three markers and cfg at once. */
+        __u32 word = *(const volatile __u32 *)&c->in_timer;
+        __u32 cfg = word >> 24;
+        if (!(cfg & WAKE_CFG_SET))
+                cfg = ctl_configure(c, cpu);
+        if (cfg & WAKE_CFG_SAMPLED) {
                 /* 1 in 2^sample_shift on average, at random gaps of 1 to
                  * 2^(sample_shift+1) - 1 calls: a fixed stride would alias
                  * with lockstep wakeups (a pair alternating on one CPU). */
@@ -384,17 +418,18 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
                 c->countdown = bpf_get_prandom_u32() % ((2U << sample_shift) - 1) + 1;
         }
 
-        /* Only the first cache line of each task_struct (flags, stack), which
-         * try_to_wake_up() and the scheduler keep hot anyway. */
+        /* Whose wakeup (see the top): a marker set, nobody's; else a frame on
+         * the IRQ stack, a softirq's; else task context. Only the first cache
+         * line of each task_struct (flags, stack), which try_to_wake_up() and
+         * the scheduler keep hot anyway. */
         struct task_struct *cur = bpf_get_current_task_btf();
         unsigned int cur_flags = cur->flags;
-        int in = wake_context(c, cur);
-        if (in < 0 || cur == p || (cur_flags & PF_IDLE) ||
-            (skip_kthreads && ((cur_flags | p->flags) & PF_KTHREAD))) {
+        if ((word & 0xffffff) || cur == p || (cur_flags & PF_IDLE) ||
+            ((cfg & WAKE_CFG_SKIP_KTHREADS) && ((cur_flags | p->flags) & PF_KTHREAD))) {
                 c->skipped++;
                 return 0;
         }
-        if (in)
+        if (on_irq_stack(cur, c->thread_size))
                 c->softirq_taken++;
 
         __u64 head = c->log_head;
@@ -411,7 +446,7 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
                                            *(volatile __u64 *)&c->task_addr[1]);
                 }
         }
-        __u32 i = cpu * log_records + ((__u32)head & (log_records - 1));
+        __u32 i = c->log_base + ((__u32)head & c->log_mask);
         struct wake_edge_key *rec = bpf_map_lookup_elem(&wake_log, &i);
         if (!rec) {
                 c->lost++;
@@ -423,6 +458,26 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         return 0;
 }
 
+/*
+ * A task's number in the PID namespace at level (the reader's: see below),
+ * or 0 if the task is not in it.
+ */
+static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
+                                       struct pid_namespace *ns) {
+        struct pid *pid = BPF_CORE_READ(t, thread_pid);
+        struct upid up = {};
+        if (!pid || BPF_CORE_READ(pid, level) < level)
+                return 0;
+        bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
+        return up.ns == ns ? (__u32)up.nr : 0;
+}
+
+/*
+ * Userspace runs this in its read(), so current is placed, and the kernel
+ * walks only the tasks of placed's PID namespace. Their TIDs are reported as
+ * placed sees them in /proc: the global ones (task_struct.pid, tgid) in the
+ * initial namespace, else the numbers at its level (a container).
+ */
 SEC("iter/task")
 int wake_task_iter(struct bpf_iter__task *ctx) {
         struct task_struct *t = ctx->task;
@@ -435,12 +490,25 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
         if (skip_kthreads && (t->flags & PF_KTHREAD))
                 return 0;
 
+        struct task_struct *reader = bpf_get_current_task_btf();
+        struct pid *reader_pid = reader->thread_pid;
+        __u32 level = reader_pid ? reader_pid->level : 0;
+        struct pid_namespace *ns = NULL;
         struct wake_task_info r = {
                 .task = (__u64)(unsigned long)t,
                 .start_ns = t->start_boottime,
                 .tid = t->pid,
                 .tgid = t->tgid,
         };
+        if (level > 0) {
+                struct upid up = {};
+                bpf_core_read(&up, sizeof(up), &reader_pid->numbers[level]);
+                ns = up.ns;
+                r.tid = pid_in_ns(t, level, ns);
+                r.tgid = pid_in_ns(t->group_leader, level, ns);
+                if (!r.tid || !r.tgid)
+                        return 0; /* not in placed's namespace */
+        }
         /* Dead code, so never relocated, where the kernel lacks the fields. */
         if (read_flips && bpf_core_field_exists(t->wakee_flips) &&
             bpf_core_field_exists(t->wakee_flip_decay_ts) && bpf_core_field_exists(t->last_wakee)) {
@@ -448,7 +516,8 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
                 r.flips = t->wakee_flips;
                 struct task_struct *last = t->last_wakee;
                 if (last)
-                        r.last_wakee = BPF_CORE_READ(last, pid);
+                        r.last_wakee =
+                                level > 0 ? pid_in_ns(last, level, ns) : BPF_CORE_READ(last, pid);
         }
         bpf_probe_read_kernel(r.comm, sizeof(r.comm), t->comm);
         bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
