@@ -15,8 +15,8 @@
 # Reports, per workload, from CPU accounting (the wall clock of identical runs
 # varies by several percent on these machines, so it is only a cross-check):
 #   - the sampler's ns per wakeup: bpf_stats run_time_ns of all placed's
-#     programs but the task iterator (sched_waking and the softirq, IRQ and
-#     hrtimer markers) / run_cnt of its sched_waking program, over the
+#     programs but the task iterator (sched_waking and the IRQ, hrtimer and
+#     timer markers) / run_cnt of its sched_waking program, over the
 #     workload's run;
 #   - the sampler's share of the machine's CPU: run_time_ns / (wall * CPUs);
 #   - the daemon's own share: utime + stime of placed (/proc/PID/stat) over the
