@@ -7,12 +7,13 @@
  *    counts it in a per-CPU edge cache backed by a per-CPU hash; userspace
  *    reads all three once per tick. It is on the hot path of every wakeup in
  *    the system;
- *  - context markers on tp_btf/softirq_entry and _exit, irq_handler_entry and
- *    _exit, hrtimer_expire_entry and _exit: each stores one byte in its CPU's
- *    control line, which wake_sched_waking reads to tell whose wakeup it is
- *    (see "whose wakeup" below). They run per softirq, device interrupt and
- *    hrtimer, not per wakeup, except where those cause the wakeups (a
- *    loopback pair: one NET_RX softirq per message);
+ *  - context markers on tp_btf/irq_handler_entry and _exit,
+ *    hrtimer_expire_entry and _exit, timer_expire_entry and _exit: each
+ *    stores one byte in its CPU's control line, which wake_sched_waking reads
+ *    to tell whose wakeup it is (see "whose wakeup" below). They run per
+ *    device interrupt and timer expiry, not per wakeup nor per softirq (a
+ *    loopback pair runs one NET_RX softirq per message: markers there would
+ *    cost two program runs a wakeup);
  *  - wake_task_iter, a task iterator userspace runs once per read, copies each
  *    task's identity and the kernel's own wakee_flips, wakee_flip_decay_ts and
  *    last_wakee out of task_struct.
@@ -20,20 +21,20 @@
  * Whose wakeup: the kernel's record_wakee() counts every wakeup it sees for
  * current, whatever the context. So does this sampler, with the exceptions
  * that would make false edges:
- *  - a softirq (softirq_entry to softirq_exit) is current's: loopback TCP and
- *    UDP wake the receiver from the NET_RX softirq that the sender's send
- *    runs, in the sender's context, on the IRQ stack (x86-64, at
- *    local_bh_enable()). Counted in softirq_taken as well. Except the timer
- *    softirqs (TIMER, HRTIMER): a timeout expiring is nobody's wakeup;
- *  - a hard IRQ is nobody's: an hrtimer expiring (a sleeper's timeout) or a
- *    device's handler has nothing to do with the task it interrupted. Marked
- *    by irq_handler_* and hrtimer_expire_*, as a hard IRQ nested in a softirq
- *    runs on the same IRQ stack, and one that interrupts user mode runs on
- *    the task's stack, not the IRQ stack (x86-64); any other frame on the IRQ
- *    stack outside a softirq is a hard IRQ too (IPIs and other system
- *    vectors, and NMIs, which cannot wake). Not covered: a system vector
- *    other than the timer (irq_work, a KVM async page fault) that wakes a
- *    task while interrupting user mode or a softirq, rare;
+ *  - a timer expiring (an hrtimer, hard or soft, or a timer wheel callback)
+ *    or a device's hard IRQ handler is nobody's: it has nothing to do with
+ *    the task it interrupted. Marked, as an interrupt from user mode runs on
+ *    the task's stack (x86-64), and one nested in a softirq on the IRQ stack
+ *    the softirq uses;
+ *  - any other frame on the IRQ stack is a softirq's, and current's: loopback
+ *    TCP and UDP wake the receiver from the NET_RX softirq that the sender's
+ *    send runs, in the sender's context, on the IRQ stack (x86-64, at
+ *    local_bh_enable()). Counted in softirq_taken as well. Not told apart:
+ *    a system vector other than the timer (irq_work, IPIs, a KVM async page
+ *    fault) that wakes a task while interrupting the kernel counts as a
+ *    softirq, and while interrupting user mode as task context; rare. And
+ *    softirqs at the exit of an interrupt from user mode run on the task's
+ *    stack: attributed, but not counted as softirq;
  *  - softirqs in ksoftirqd run on its stack, and it is a kernel thread,
  *    skipped by default like the idle task. Markers are plain stores, set
  *    and cleared, not counts: a missed run heals at the next one.
@@ -64,7 +65,9 @@
  *    edge's counter, a cache miss at most wakeups when the workload runs
  *    between them (hackbench: 300-500 ns a wakeup in the per-CPU hash, whose
  *    lookup is a jhash and three misses, ~330 ns in the edge cache below,
- *    ~120 ns in the log, ~80 ns of which the trampoline and the statistics).
+ *    ~120 ns in the log, ~80 ns of which the trampoline and the statistics:
+ *    bpf_stats times a program by two sched_clock() reads, and an empty
+ *    program on sched_waking measures 52-82 ns on a KVM guest's kvm-clock).
  *    Userspace counts the records and moves log_tail on; the program writes
  *    a record before it moves log_head, and never past log_tail +
  *    log_records (it reads log_tail again only when it reaches that limit);
@@ -89,12 +92,20 @@
  *  - sample_shift > 0 counts 1 in 2^sample_shift calls on average, decided
  *    by a per-CPU countdown before any other work (a random number only per
  *    sampled call); userspace scales the counts back;
- *  - wakeups that are nobody's (hard IRQ, timer softirq, see above), from
+ *  - wakeups that are nobody's (hard IRQ, timers, see above), from
  *    the idle task and (by default) to or from kernel threads are counted as
  *    skipped, not attributed; placed's own (ignore_tgid) are dropped by
  *    userspace, which knows the waker's tgid from the iterator. The context
  *    check costs one load from the control line the hot path reads anyway
- *    and the stack check; the rest only when a marker is set.
+ *    (the markers and the settings in one word) and the stack check;
+ *  - a logged wakeup touches, of the program's own memory, only this CPU's
+ *    control line and its log slot: the settings it needs (the log's place
+ *    and size, THREAD_SIZE, skip_kthreads, sampling) are copied from the
+ *    read-only data into the control line at the CPU's first wakeup, as a
+ *    read of another page can miss in the TLB as well, on a CPU just back
+ *    from idle (a VM's HLT) or under hackbench;
+ *  - the PID namespace: the iterator reports TIDs as placed's /proc shows
+ *    them (see wake_task_iter); the hot path knows only addresses.
  *
  * No vmlinux.h: the few kernel types used are declared here and relocated
  * with CO-RE against the running kernel's BTF.
@@ -142,10 +153,24 @@ enum {
                 barrier();                               \
         } while (0)
 
+struct pid_namespace;
+
+struct upid {
+        int nr;
+        struct pid_namespace *ns;
+} __attribute__((preserve_access_index));
+
+struct pid {
+        unsigned int level;
+        struct upid numbers[1]; /* numbers[level + 1]: the pid in each namespace up to its own */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
         unsigned int flags;
         pid_t pid;
         pid_t tgid;
+        struct pid *thread_pid;
+        struct task_struct *group_leader;
         __u64 start_boottime;
         char comm[16];
         void *stack;
@@ -221,12 +246,12 @@ struct {
  * tracepoint fired on. So a frame outside current's task stack means
  * interrupt context; which kind, the markers say (see the top).
  */
-static __always_inline int on_irq_stack(struct task_struct *cur) {
+static __always_inline int on_irq_stack(struct task_struct *cur, __u32 stack_size) {
         __u64 marker = 0;
         __u64 sp = (__u64)(unsigned long)&marker;
         __u64 base = (__u64)(unsigned long)cur->stack;
         barrier_var(sp);
-        return sp < base || sp >= base + thread_size;
+        return sp - base >= stack_size; /* below base, the difference wraps */
 }
 
 /* Adds n wakeups of edge k to this CPU's count in the hash. */
@@ -297,38 +322,14 @@ static __attribute__((noinline)) int cache_count(struct wake_cpu_ctl *c, __u32 c
         return cache_miss(c, set, waker, wakee);
 }
 
-/*
- * The context markers (see "whose wakeup" at the top). The kernel's numbers
- * of the timer softirqs (include/linux/interrupt.h, unchanged since 2.6):
- * their wakeups are timeouts expiring, as in a hard IRQ.
- */
-#define TIMER_SOFTIRQ   1
-#define HRTIMER_SOFTIRQ 8
-
+/* The context markers (see "whose wakeup" at the top). */
 static __always_inline struct wake_cpu_ctl *this_cpu_ctl(void) {
         __u32 cpu = bpf_get_smp_processor_id();
         return bpf_map_lookup_elem(&cpu_ctl, &cpu);
 }
 
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(wake_softirq_entry, unsigned int vec) {
-        struct wake_cpu_ctl *c = this_cpu_ctl();
-        if (c)
-                c->softirq = vec == TIMER_SOFTIRQ || vec == HRTIMER_SOFTIRQ ? WAKE_SOFTIRQ_TIMER
-                                                                            : WAKE_SOFTIRQ_TAKEN;
-        return 0;
-}
-
-SEC("tp_btf/softirq_exit")
-int BPF_PROG(wake_softirq_exit, unsigned int vec) {
-        struct wake_cpu_ctl *c = this_cpu_ctl();
-        if (c)
-                c->softirq = WAKE_SOFTIRQ_NONE;
-        return 0;
-}
-
-/* A hard IRQ's handler, an hrtimer's callback: neither the stack (from user
- * mode: the task's) nor the softirq marker (nested in a softirq) tells them. */
+/* A hard IRQ's handler, a timer's callback: the stack does not tell them
+ * (from user mode: the task's; nested in a softirq: the softirq's). */
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(wake_irq_entry) {
         struct wake_cpu_ctl *c = this_cpu_ctl();
@@ -361,18 +362,38 @@ int BPF_PROG(wake_hrtimer_exit) {
         return 0;
 }
 
+/* A timer wheel callback (the TIMER softirq): a timeout expiring too. */
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(wake_timer_entry) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_timer = 1;
+        return 0;
+}
+
+SEC("tp_btf/timer_expire_exit")
+int BPF_PROG(wake_timer_exit) {
+        struct wake_cpu_ctl *c = this_cpu_ctl();
+        if (c)
+                c->in_timer = 0;
+        return 0;
+}
+
 /*
- * Whose wakeup this is, by context: 0 current's (task context), 1 current's
- * from a softirq, -1 nobody's (a hard IRQ, a timer). The markers come first:
- * an interrupt from user mode runs on the task's stack, not the IRQ stack
- * (and so do the softirqs at its exit). The common case is one load of the
- * markers, all zero, and a frame on the task stack.
+ * Copies the settings into this CPU's hot line (see WAKE_CFG_SET), once.
+ * Returns the cfg byte.
  */
-static __always_inline int wake_context(const struct wake_cpu_ctl *c, struct task_struct *cur) {
-        __u32 markers = *(const volatile __u32 *)&c->softirq; /* the three bytes at once */
-        if (!markers && !on_irq_stack(cur))
-                return 0;
-        return c->softirq == WAKE_SOFTIRQ_TAKEN && !c->in_irq_handler && !c->in_hrtimer ? 1 : -1;
+static __attribute__((noinline)) int ctl_configure(struct wake_cpu_ctl *c, __u32 cpu) {
+        __u8 cfg = WAKE_CFG_SET;
+        if (skip_kthreads)
+                cfg |= WAKE_CFG_SKIP_KTHREADS;
+        if (sample_shift)
+                cfg |= WAKE_CFG_SAMPLED;
+        c->log_base = cpu * log_records;
+        c->log_mask = log_records - 1;
+        c->thread_size = (__u32)thread_size;
+        WRITE_SEQ(c->cfg, cfg);
+        return cfg;
 }
 
 SEC("tp_btf/sched_waking")
@@ -381,7 +402,12 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         struct wake_cpu_ctl *c = bpf_map_lookup_elem(&cpu_ctl, &cpu);
         if (!c)
                 return 0;
-        if (sample_shift) {
+        /* The three markers and cfg at once. */
+        __u32 word = *(const volatile __u32 *)&c->in_timer;
+        __u32 cfg = word >> 24;
+        if (!(cfg & WAKE_CFG_SET))
+                cfg = ctl_configure(c, cpu);
+        if (cfg & WAKE_CFG_SAMPLED) {
                 /* 1 in 2^sample_shift on average, at random gaps of 1 to
                  * 2^(sample_shift+1) - 1 calls: a fixed stride would alias
                  * with lockstep wakeups (a pair alternating on one CPU). */
@@ -392,17 +418,18 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
                 c->countdown = bpf_get_prandom_u32() % ((2U << sample_shift) - 1) + 1;
         }
 
-        /* Only the first cache line of each task_struct (flags, stack), which
-         * try_to_wake_up() and the scheduler keep hot anyway. */
+        /* Whose wakeup (see the top): a marker set, nobody's; else a frame on
+         * the IRQ stack, a softirq's; else task context. Only the first cache
+         * line of each task_struct (flags, stack), which try_to_wake_up() and
+         * the scheduler keep hot anyway. */
         struct task_struct *cur = bpf_get_current_task_btf();
         unsigned int cur_flags = cur->flags;
-        int in = wake_context(c, cur);
-        if (in < 0 || cur == p || (cur_flags & PF_IDLE) ||
-            (skip_kthreads && ((cur_flags | p->flags) & PF_KTHREAD))) {
+        if ((word & 0xffffff) || cur == p || (cur_flags & PF_IDLE) ||
+            ((cfg & WAKE_CFG_SKIP_KTHREADS) && ((cur_flags | p->flags) & PF_KTHREAD))) {
                 c->skipped++;
                 return 0;
         }
-        if (in)
+        if (on_irq_stack(cur, c->thread_size))
                 c->softirq_taken++;
 
         __u64 head = c->log_head;
@@ -419,7 +446,7 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
                                            *(volatile __u64 *)&c->task_addr[1]);
                 }
         }
-        __u32 i = cpu * log_records + ((__u32)head & (log_records - 1));
+        __u32 i = c->log_base + ((__u32)head & c->log_mask);
         struct wake_edge_key *rec = bpf_map_lookup_elem(&wake_log, &i);
         if (!rec) {
                 c->lost++;
@@ -431,6 +458,26 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         return 0;
 }
 
+/*
+ * A task's number in the PID namespace at level (the reader's: see below),
+ * or 0 if the task is not in it.
+ */
+static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
+                                       struct pid_namespace *ns) {
+        struct pid *pid = BPF_CORE_READ(t, thread_pid);
+        struct upid up = {};
+        if (!pid || BPF_CORE_READ(pid, level) < level)
+                return 0;
+        bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
+        return up.ns == ns ? (__u32)up.nr : 0;
+}
+
+/*
+ * Userspace runs this in its read(), so current is placed, and the kernel
+ * walks only the tasks of placed's PID namespace. Their TIDs are reported as
+ * placed sees them in /proc: the global ones (task_struct.pid, tgid) in the
+ * initial namespace, else the numbers at its level (a container).
+ */
 SEC("iter/task")
 int wake_task_iter(struct bpf_iter__task *ctx) {
         struct task_struct *t = ctx->task;
@@ -443,12 +490,25 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
         if (skip_kthreads && (t->flags & PF_KTHREAD))
                 return 0;
 
+        struct task_struct *reader = bpf_get_current_task_btf();
+        struct pid *reader_pid = reader->thread_pid;
+        __u32 level = reader_pid ? reader_pid->level : 0;
+        struct pid_namespace *ns = NULL;
         struct wake_task_info r = {
                 .task = (__u64)(unsigned long)t,
                 .start_ns = t->start_boottime,
                 .tid = t->pid,
                 .tgid = t->tgid,
         };
+        if (level > 0) {
+                struct upid up = {};
+                bpf_core_read(&up, sizeof(up), &reader_pid->numbers[level]);
+                ns = up.ns;
+                r.tid = pid_in_ns(t, level, ns);
+                r.tgid = pid_in_ns(t->group_leader, level, ns);
+                if (!r.tid || !r.tgid)
+                        return 0; /* not in placed's namespace */
+        }
         /* Dead code, so never relocated, where the kernel lacks the fields. */
         if (read_flips && bpf_core_field_exists(t->wakee_flips) &&
             bpf_core_field_exists(t->wakee_flip_decay_ts) && bpf_core_field_exists(t->last_wakee)) {
@@ -456,7 +516,8 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
                 r.flips = t->wakee_flips;
                 struct task_struct *last = t->last_wakee;
                 if (last)
-                        r.last_wakee = BPF_CORE_READ(last, pid);
+                        r.last_wakee =
+                                level > 0 ? pid_in_ns(last, level, ns) : BPF_CORE_READ(last, pid);
         }
         bpf_probe_read_kernel(r.comm, sizeof(r.comm), t->comm);
         bpf_seq_write(ctx->meta->seq, &r, sizeof(r));

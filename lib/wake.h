@@ -112,34 +112,39 @@ struct wake_task_info {
         char comm[WAKE_COMM_LEN];
 };
 
-/* wake_cpu_ctl.softirq: what a wakeup on the IRQ stack is, if not a hard IRQ's. */
-#define WAKE_SOFTIRQ_NONE  0 /* no softirq served: the IRQ stack is a hard IRQ's */
-#define WAKE_SOFTIRQ_TAKEN 1 /* a softirq whose wakeups are current's (NET_RX, ...) */
-#define WAKE_SOFTIRQ_TIMER 2 /* TIMER or HRTIMER: a timeout expiring, nobody's wakeup */
+/* wake_cpu_ctl.cfg: the program's settings, copied from its read-only data
+ * into the hot line at the CPU's first wakeup, so that the hot path reads no
+ * other cache line nor page of its own than this one and the log's. */
+#define WAKE_CFG_SET           0x01 /* the fields below are set */
+#define WAKE_CFG_SKIP_KTHREADS 0x02 /* skip wakeups to or from kernel threads */
+#define WAKE_CFG_SAMPLED       0x04 /* sample_shift > 0 */
 
 /*
  * One CPU's state of the BPF program, an element of an mmap'able array of
  * three cache lines: the first two written only by the program on that CPU
- * (the first is the hot path's), the third only by userspace. Counts are in
- * sampled wakeups: userspace scales them by 2^sample_shift.
+ * (the first is the hot path's: all that a logged wakeup reads or writes
+ * there), the third only by userspace. Counts are in sampled wakeups:
+ * userspace scales them by 2^sample_shift.
  */
 struct wake_cpu_ctl {
-        __u64 log_head;  /* records written to this CPU's wake log */
-        __u64 log_limit; /* log_head may grow up to this before log_tail is read again */
-        __u64 countdown; /* calls to skip before the next sampled one */
-        __u64 skipped;   /* interrupt context, idle task, kernel threads, self */
-        __u64 lost;      /* the edge map full */
-        __u64 cached;    /* counted in the edge cache (the log was full) */
-        __u64 misses;    /* of those, edge cache misses: calls that took a way */
-        /* Markers of the context, read by the program as one 32-bit word: */
-        __u8 softirq;        /* WAKE_SOFTIRQ_*: the softirq this CPU serves */
+        __u64 log_head;      /* records written to this CPU's wake log */
+        __u64 log_limit;     /* log_head may grow up to this before log_tail is read again */
+        __u64 skipped;       /* interrupt context, idle task, kernel threads, self */
+        __u64 softirq_taken; /* of the wakeups taken (logged or cached), from softirq context */
+        __u64 lost;          /* the edge map full */
+        __u64 countdown;     /* calls to skip before the next sampled one */
+        __u32 log_base;      /* cfg: this CPU's first record in the wake log */
+        __u32 log_mask;      /* cfg: records per CPU - 1 */
+        __u32 thread_size;   /* cfg: THREAD_SIZE, the task's kernel stack */
+        /* Markers of the context and cfg, read by the program as one 32-bit word: */
+        __u8 in_timer;       /* a timer wheel callback runs (TIMER softirq) */
         __u8 in_irq_handler; /* a hard IRQ's handler runs */
         __u8 in_hrtimer;     /* an hrtimer callback runs */
-        __u8 marker_pad;     /* 0 */
-        __u32 pad0;
+        __u8 cfg;            /* WAKE_CFG_* */
+        __u64 cached;        /* counted in the edge cache (the log was full) */
+        __u64 misses;        /* of those, edge cache misses: calls that took a way */
         __u64 task_addr[2];  /* scratch of the edge cache path */
-        __u64 softirq_taken; /* of the wakeups taken (logged or cached), from softirq context */
-        __u64 pad1[5];
+        __u64 pad1[4];
         __u64 log_tail; /* written by userspace: records read from the log */
         __u64 pad2[7];
 };

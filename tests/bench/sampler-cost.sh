@@ -1,21 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# What the wake sampler costs: hackbench, perf bench sched pipe and a UDP
-# request/response pair over loopback (tests/bench/netpair: every wakeup in
-# softirq context), each run alternately without placed and with placed
-# sampling (--dry-run), REPS times.
+# What the wake sampler costs: hackbench, perf bench sched pipe and a UDP and
+# a TCP request/response pair over loopback (tests/bench/netpair: every
+# wakeup in softirq context), each run alternately without placed and with
+# placed sampling (--dry-run), REPS times.
 # A benchmark, not a test: run it by hand (as root), never from make check.
 #
 #   tests/bench/sampler-cost.sh [--build DIR] [--placed BIN] [--reps N]
 #                               [--hackbench-loops N] [--pipe-loops N]
-#                               [--udp-round-trips N] [--out DIR]
+#                               [--udp-round-trips N] [--tcp-round-trips N]
+#                               [--workloads "hackbench pipe udp tcp"] [--out DIR]
 #
 # Reports, per workload, from CPU accounting (the wall clock of identical runs
 # varies by several percent on these machines, so it is only a cross-check):
 #   - the sampler's ns per wakeup: bpf_stats run_time_ns of all placed's
-#     programs but the task iterator (sched_waking and the softirq, IRQ and
-#     hrtimer markers) / run_cnt of its sched_waking program, over the
+#     programs but the task iterator (sched_waking and the IRQ, hrtimer and
+#     timer markers) / run_cnt of its sched_waking program, over the
 #     workload's run;
 #   - the sampler's share of the machine's CPU: run_time_ns / (wall * CPUs);
 #   - the daemon's own share: utime + stime of placed (/proc/PID/stat) over the
@@ -34,6 +35,8 @@ REPS=5
 HACKBENCH_LOOPS=2000
 PIPE_LOOPS=500000
 UDP_ROUND_TRIPS=300000
+TCP_ROUND_TRIPS=300000
+WORKLOADS="hackbench pipe udp tcp"
 OUT=
 
 while [ $# -gt 0 ]; do
@@ -44,8 +47,10 @@ while [ $# -gt 0 ]; do
         --hackbench-loops) HACKBENCH_LOOPS=$2; shift 2 ;;
         --pipe-loops) PIPE_LOOPS=$2; shift 2 ;;
         --udp-round-trips) UDP_ROUND_TRIPS=$2; shift 2 ;;
+        --tcp-round-trips) TCP_ROUND_TRIPS=$2; shift 2 ;;
+        --workloads) WORKLOADS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        -h | --help) sed -n '3,27p' "$0"; exit 0 ;;
+        -h | --help) sed -n '3,28p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
         esac
 done
@@ -161,6 +166,8 @@ workload() {
         hackbench) perf bench sched messaging -g 4 -l "$HACKBENCH_LOOPS" >/dev/null ;;
         pipe) perf bench sched pipe -l "$PIPE_LOOPS" >/dev/null ;;
         udp) "$NETPAIR" -t udp -n "$UDP_ROUND_TRIPS" >/dev/null ;;
+        tcp) "$NETPAIR" -t tcp -n "$TCP_ROUND_TRIPS" >/dev/null ;;
+        *) echo "sampler-cost: unknown workload $1" >&2; exit 2 ;;
         esac
 }
 
@@ -186,10 +193,11 @@ run_one() {
         fi
 }
 
-echo "sampler-cost: $REPS alternations of hackbench (-g 4 -l $HACKBENCH_LOOPS), pipe" \
-        "(-l $PIPE_LOOPS) and udp (netpair -n $UDP_ROUND_TRIPS), $NCPU CPUs, placed = $PLACED" >&2
+echo "sampler-cost: $REPS alternations of $WORKLOADS (hackbench -g 4 -l $HACKBENCH_LOOPS," \
+        "pipe -l $PIPE_LOOPS, udp/tcp netpair -n $UDP_ROUND_TRIPS/$TCP_ROUND_TRIPS)," \
+        "$NCPU CPUs, placed = $PLACED" >&2
 for rep in $(seq "$REPS"); do
-        for w in hackbench pipe udp; do
+        for w in $WORKLOADS; do
                 # Alternate which goes first, so slow drift hits both alike.
                 if [ $((rep % 2)) = 1 ]; then order="kernel placed"; else order="placed kernel"; fi
                 for mode in $order; do
