@@ -651,7 +651,7 @@ static unsigned bpf_wake_sample_every(const BpfWake *s) {
 
 /*
  * The cost of a wakeup: the run time of every program on the hot path (the
- * wakeup's own and the softirq and IRQ markers), over the wakeups.
+ * wakeup's own and the hard-IRQ, hrtimer and timer markers), over the wakeups.
  */
 static int bpf_wake_get_cost(const BpfWake *s, WakeSourceCost *ret) {
         WakeSourceCost cost = {};

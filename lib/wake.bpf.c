@@ -72,7 +72,7 @@
  *    a record before it moves log_head, and never past log_tail +
  *    log_records (it reads log_tail again only when it reaches that limit);
  *  - when the log is full (userspace late, or more wakeups in a tick than it
- *    holds: on large machines it is small, see wake-source.c), the edge is
+ *    holds: on large machines it is small, see wake-source-bpf.c), the edge is
  *    counted in a per-CPU, 2-way set-associative edge cache (cache_sets
  *    64-byte sets per CPU in an mmap'able array): a hit is a multiplicative
  *    hash, one cache line and a plain increment. A miss takes the least
