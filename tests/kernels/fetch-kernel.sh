@@ -33,8 +33,18 @@ if [ ! -f "$cache/$kver/boot/vmlinuz-$kver" ]; then
     if [ -z "$deb" ]; then
         echo "fetch-kernel: downloading $pkg" >&2
         # As root apt drops to _apt for downloads, which may not write here.
-        (cd "$cache/debs" && apt-get -o APT::Sandbox::User=root download "$pkg" >&2) ||
-            { echo "fetch-kernel: apt-get download $pkg failed (run apt-get update?)" >&2; exit 1; }
+        if ! (cd "$cache/debs" && apt-get -o APT::Sandbox::User=root download "$pkg" >&2); then
+            # A stale package index names a build the archive no longer has:
+            # once, update it and start over (the meta-package may now lead
+            # to a newer build).
+            if [ -z "${PLACED_FETCH_UPDATED:-}" ]; then
+                echo "fetch-kernel: apt-get download $pkg failed: apt-get update, then again" >&2
+                apt-get update -qq >&2 || true
+                PLACED_FETCH_UPDATED=1 exec "$0" "$1" "$2"
+            fi
+            echo "fetch-kernel: apt-get download $pkg failed" >&2
+            exit 1
+        fi
         deb=$(ls "$cache/debs/${pkg}_"*.deb | head -n 1)
         series=$(echo "$kver" | grep -oE '^[0-9]+\.[0-9]+') # 6.1, 6.12: "6.1." is not "6.12."
         for old in "$cache/debs/linux-image-$series."*.deb "$cache/$series."*; do
