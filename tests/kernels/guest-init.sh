@@ -17,8 +17,8 @@ poweroff_now() {
 }
 trap poweroff_now EXIT
 
-# shellcheck source=/dev/null
 set -a # run-set.sh and the tests see all of it
+# shellcheck source=/dev/null
 . "$res/run.env" || { echo "guest: no $res/run.env"; exit 1; }
 set +a
 say() { echo "guest: $*"; }

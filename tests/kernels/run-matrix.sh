@@ -115,6 +115,10 @@ boot() {
     "$here/mkinitramfs.sh" "$kroot" "$kver" "$res/initramfs.img"
     run_env guest >"$res/run.env"
     start=$SECONDS
+    # maxcpus=1: the guest boots on one CPU and brings the other online once
+    # it has switched on what would otherwise patch kernel text while both
+    # run (guest-init.sh); noreplace-smp: nor are the SMP alternatives
+    # patched back in when the second CPU comes online.
     timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
         -machine q35 -accel "$accel" -cpu max -smp 2 -m "$mem" \
         -nodefaults -no-reboot -display none -monitor none -serial "file:$res/console.log" \
