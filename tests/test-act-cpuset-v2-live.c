@@ -8,7 +8,8 @@
  *    text (by the journal, as placed --restore after a crash); an inherited
  *    (empty) one comes back empty where the kernel lets a cgroup with tasks
  *    be emptied, else (6.1, 6.12) as the parent's effective CPUs, and only
- *    then; the task inside follows each change;
+ *    then, by release and by the journal alike; the task inside follows
+ *    each change;
  *  - the parent's effective CPUs are respected: a wish is clamped to them,
  *    one outside them is refused and nothing is written or journaled;
  *  - an administrator's later change wins: neither release nor restore
@@ -236,6 +237,43 @@ static void test_v2_inherit_restored_by_release(void **state) {
         journal_free(j);
 }
 
+/*
+ * Inherited (empty) cpuset.cpus, restored from the journal after a crash
+ * ("placed --restore"): as by release, empty again or, only where the kernel
+ * refuses that, the parent's effective CPUs; the task gets all CPUs back
+ * and a second restore has nothing left to do.
+ */
+static void test_v2_inherit_restored_by_journal(void **state) {
+        Journal *j = NULL;
+        _cleanup_free_ char *now = NULL, *parent_text = NULL;
+        assert_cpus_text(child_dir, "");
+        assert_int_equal(journal_open(jdir, &j), 0);
+        ActCpuset *a = actuator(j);
+        confine_to_last(a);
+
+        act_cpuset_free(a); /* the crash: nothing released */
+        journal_free(j);
+        assert_int_equal(journal_open(jdir, &j), 0);
+        JournalKindOps ops;
+        act_cpuset_kind_ops(&ops);
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(j, &ops, 1, &st), 0);
+        assert_int_equal(st.restored, 1);
+        assert_int_equal(journal_size(j), 0);
+        assert_int_equal(act_cpuset_read_cpus(child_dir, &now), 0);
+        if (now[0] != '\0') {
+                CpuSet parent_eff = effective_of(parent_dir);
+                assert_int_equal(cpuset_to_string(&parent_eff, &parent_text), 0);
+                assert_string_equal(now, parent_text);
+                assert_int_equal(write_file(child_dir, "cpuset.cpus", "\n"), -ENOSPC);
+        }
+        CpuSet got = affinity_of(task);
+        assert_sets_equal(&got, &root_cpus);
+        assert_int_equal(journal_restore(j, &ops, 1, &st), 0);
+        assert_int_equal(st.restored, 0);
+        journal_free(j);
+}
+
 /* An explicit value, restored from the journal after a crash: the same text. */
 static void test_v2_explicit_restored_by_journal(void **state) {
         _cleanup_free_ char *explicit = NULL;
@@ -381,6 +419,8 @@ int main(void) {
         atexit(cleanup);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_v2_inherit_restored_by_release, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_v2_inherit_restored_by_journal, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_v2_explicit_restored_by_journal, setup,
                                                 teardown),

@@ -8,7 +8,13 @@
 #      the perf sampler instead, and still packs the pair; SIGTERM restores;
 #   3. without task_struct's flip fields and bpf_stats: the BPF sampler
 #      without the kernel's flips, the cost not measured; the pair packed;
-#   4. an unknown feature name is named in a warning.
+#   4. an unknown feature name is named in a warning;
+#   5. without the sched_waking tracepoint in tracefs (tracefs hidden for
+#      real: placed runs in a mount namespace of its own with an empty tmpfs
+#      over /sys/kernel/tracing and /sys/kernel/debug): a. it says so and
+#      the BPF sampler, which needs no tracefs, still packs the pair;
+#      b. without the task iterator too, no sampler is left: it says why,
+#      keeps running and leaves the pair alone, and SIGTERM ends it cleanly.
 # placed manages every task on the machine while it runs: run this when no
 # benchmark runs.
 . "$(dirname "$0")/lib/common.sh"
@@ -71,10 +77,45 @@ step_unknown_name() {
     ok "4. an unknown feature name is named in a warning"
 }
 
+# A wrapper that hides tracefs in placed's own mount namespace, then execs it.
+printf '%s\n' '#!/bin/sh' \
+    'mount -t tmpfs hidden /sys/kernel/tracing || exit 1' \
+    '[ ! -d /sys/kernel/debug ] || mount -t tmpfs hidden /sys/kernel/debug || exit 1' \
+    'exec "$@"' >"$T/hide-tracefs"
+chmod 755 "$T/hide-tracefs"
+hidden_tracefs="unshare --mount --propagation private $T/hide-tracefs"
+
+step_without_tracepoint() {
+    unset PLACED_KERNEL_FEATURES_OFF
+    pair_start
+    live_placed_wrap=$hidden_tracefs live_placed_start fallback
+    said 'no sched_waking tracepoint in tracefs: no perf sampler' "5a. the missing tracepoint is not said" >/dev/null
+    said 'Wake sampler: BPF sampler loaded' "5a. the BPF sampler did not load without tracefs" >/dev/null
+    packs_and_restores 5a
+    ok "5a. without the tracepoint: BPF sampler, pair packed in ${packed_ms} ms, restored on SIGTERM"
+}
+
+step_without_any_sampler() {
+    export PLACED_KERNEL_FEATURES_OFF=task-iter
+    pair_start
+    live_no_sampler_ok=1 live_placed_wrap=$hidden_tracefs live_placed_start fallback
+    said 'No wake sampler, groups cannot be formed: .*no sched_waking tracepoint[^)]*)' \
+        "5b. placed did not say why it has no wake sampler" >"$T/line"
+    # Still working: ten ticks on, it runs, and has left the pair alone.
+    stays "$T/fallback.log" 2000 pair_is "$all" "$all" || fail "5b. the pair was changed: $(pair_affinity)"
+    kill -0 "$placed_pid" 2>/dev/null || fail "5b. placed exited without a wake sampler: $(cat "$T/fallback.log")"
+    ! journal_ever_task "$pair_parent" "$pair_child" || fail "5b. journaled: $(journal_records)"
+    placed_stop TERM
+    [ "$placed_rc" -eq 0 ] || fail "5b. placed exited $placed_rc on SIGTERM"
+    ok "5b. without the task iterator and the tracepoint: $(cat "$T/line"); kept running, pair left alone, exit 0"
+}
+
 live_step 1 step_features_said
 live_step 2 step_without_task_iter
 live_step 3 step_without_flips_and_stats
 live_step 4 step_unknown_name
+live_step 5a step_without_tracepoint
+live_step 5b step_without_any_sampler
 
 live_check_restored
 live_steps_done

@@ -2,9 +2,9 @@
 # PID 1 of a matrix VM (after the initramfs switch_root'ed into the host's
 # root, read-only over 9p): mounts what the tests need, among them cgroup v2
 # with the cpuset controller enabled, runs the tests named in
-# /run/placed-results/run.env with tests/run-tests.sh (their logs go to the
-# results share, bound over BUILD/tests/logs), writes the closing line of
-# all of them to /run/placed-results/summary and powers off.
+# /run/placed-results/run.env with tests/kernels/run-set.sh (their logs go
+# to the results share, bound over BUILD/tests/logs; their closing line to
+# /run/placed-results/summary) and powers off.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 res=/run/placed-results
@@ -17,8 +17,10 @@ poweroff_now() {
 }
 trap poweroff_now EXIT
 
+set -a # run-set.sh and the tests see all of it
 # shellcheck source=/dev/null
 . "$res/run.env" || { echo "guest: no $res/run.env"; exit 1; }
+set +a
 say() { echo "guest: $*"; }
 
 mkdir -p /dev/shm /dev/pts
@@ -33,18 +35,33 @@ echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control || say "cannot enable the cp
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
 mount --bind "$res/logs" "$PLACED_BUILD/tests/logs" || { say "cannot bind the logs"; exit 1; }
-# Switch on, for the whole run, the static keys the tests would otherwise
-# flip again and again: each flip patches kernel text, which qemu's
-# multi-threaded TCG can show half-done to the other vCPU (seen once on 6.12:
-# "Oops: int3" in try_to_wake_up when a test attached to sched_waking). The
-# tracepoint (an ftrace event), bpf_stats and the cpuset key (a cpuset
-# cgroup that stays) are then on before any test runs.
-echo 1 >/sys/kernel/tracing/events/sched/sched_waking/enable || say "cannot enable sched_waking"
-echo 0 >/sys/kernel/tracing/tracing_on # the event stays attached, its records are not written
+# No kernel text is patched while both vCPUs run. Under qemu's
+# multi-threaded TCG the other vCPU can run a half-patched call site: an
+# "Oops: int3" (on 6.12, in try_to_wake_up when a test attached to
+# sched_waking; at boot when the event was enabled with both CPUs up). Text
+# is patched when a tracepoint gets its first probe (its static key) and
+# when it goes from one probe to two and back (its static call); when
+# bpf_stats and the cpuset key go from off to on and back. So, while CPU 0
+# runs alone (maxcpus=1 on the command line), every tracepoint the samplers
+# attach to (the BPF sampler: sched_waking, the softirq, hard-IRQ and
+# hrtimer expiry events; the perf sampler: sched_waking) gets two probes
+# that stay, as events of two ftrace instances that record nothing
+# (tracing_on 0): a test's attach and detach then only moves the count
+# between two and more, which patches nothing. bpf_stats stays on, and a
+# cpuset cgroup stays.
+tracing=/sys/kernel/tracing
+keep_events="sched/sched_waking irq/softirq_entry irq/softirq_exit irq/irq_handler_entry
+    irq/irq_handler_exit timer/hrtimer_expire_entry timer/hrtimer_expire_exit"
+for inst in placed-keep-1 placed-keep-2; do
+    mkdir -p "$tracing/instances/$inst" && echo 0 >"$tracing/instances/$inst/tracing_on" ||
+        { say "cannot create the tracing instance $inst"; continue; }
+    for e in $keep_events; do
+        echo 1 >"$tracing/instances/$inst/events/$e/enable" || say "cannot enable $e in $inst"
+    done
+done
 echo 1 >/proc/sys/kernel/bpf_stats_enabled || say "cannot enable bpf_stats"
 mkdir -p /sys/fs/cgroup/placed-matrix-keep || say "cannot create a cpuset cgroup"
-# Those flips happen while CPU 0 runs alone (maxcpus=1; a flip at boot with
-# both running crashed 6.12 the same way): now the other CPUs come online.
+# Now the other CPUs come online.
 for c in /sys/devices/system/cpu/cpu[0-9]*/online; do echo 1 >"$c"; done
 hostname "placed-matrix" 2>/dev/null || true
 ip link set lo up || say "cannot bring up loopback" # the live tests' TCP and UDP pairs
@@ -52,21 +69,4 @@ ip link set lo up || say "cannot bring up loopback" # the live tests' TCP and UD
 say "kernel $(uname -r), $(nproc) CPUs, cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
 say "cgroup v2 controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
 
-passed=0 failed=0 skipped=0
-for t in $PLACED_MATRIX_TESTS; do
-    # The idle test where the guest has idle states (TCG gives no cpuidle driver).
-    if [ "$t" = test-idle-live ] && [ ! -e /sys/devices/system/cpu/cpu0/cpuidle/state0 ]; then
-        line="SKIP  test-idle-live.sh                no idle states in this guest (cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none))"
-        echo "$line" | tee -a "$res/results"
-        skipped=$((skipped + 1))
-        continue
-    fi
-    out=$(cd "$PLACED_SRC" && tests/run-tests.sh "$PLACED_BUILD" "$t" 2>&1)
-    echo "$out"
-    read -r p _ f _ s _ < <(echo "$out" | tail -n 1)
-    [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ && $s =~ ^[0-9]+$ ]] || { p=0 f=1 s=0; say "$t: no closing line"; }
-    [ $((p + f + s)) -gt 0 ] || { f=1; say "$t: no such test was run"; }
-    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-    echo "$out" | grep -E '^(PASS|FAIL|SKIP) ' >>"$res/results"
-done
-echo "$passed passed, $failed failed, $skipped skipped" | tee "$res/summary"
+"$PLACED_SRC/tests/kernels/run-set.sh" "$res"

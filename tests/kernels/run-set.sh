@@ -1,0 +1,38 @@
+#!/bin/bash
+# The matrix's test set on one kernel, in a guest (tests/kernels/guest-init.sh)
+# or on the host (the running kernel when it cannot be booted):
+#
+#   tests/kernels/run-set.sh RESULTS_DIR
+#
+# runs each test named in PLACED_MATRIX_TESTS with tests/run-tests.sh
+# (PLACED_SRC, PLACED_BUILD), appends their PASS/FAIL/SKIP lines to
+# RESULTS_DIR/results, copies their logs to RESULTS_DIR/logs (unless that is
+# BUILD/tests/logs itself, as in the guest) and writes the closing line,
+# "N passed, N failed, N skipped", to RESULTS_DIR/summary. A test that
+# prints no closing line, or names no test, counts as failed. The idle test
+# runs only where the kernel has idle states.
+res=${1:?usage: run-set.sh RESULTS_DIR}
+: "${PLACED_SRC:?}" "${PLACED_BUILD:?}" "${PLACED_MATRIX_TESTS:?}"
+say() { echo "run-set: $*"; }
+mkdir -p "$res/logs"
+: >"$res/results"
+rm -f "$res/summary"
+
+passed=0 failed=0 skipped=0
+for t in $PLACED_MATRIX_TESTS; do
+    if [ "$t" = test-idle-live ] && [ ! -e /sys/devices/system/cpu/cpu0/cpuidle/state0 ]; then
+        line="SKIP  test-idle-live.sh                no idle states here (cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none))"
+        echo "$line" | tee -a "$res/results"
+        skipped=$((skipped + 1))
+        continue
+    fi
+    out=$(cd "$PLACED_SRC" && tests/run-tests.sh "$PLACED_BUILD" "$t" 2>&1)
+    echo "$out"
+    read -r p _ f _ s _ < <(echo "$out" | tail -n 1)
+    [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ && $s =~ ^[0-9]+$ ]] || { p=0 f=1 s=0; say "$t: no closing line"; }
+    [ $((p + f + s)) -gt 0 ] || { f=1; say "$t: no such test was run"; }
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+    echo "$out" | grep -E '^(PASS|FAIL|SKIP) ' >>"$res/results"
+    [ "$res/logs" -ef "$PLACED_BUILD/tests/logs" ] || cp "$PLACED_BUILD/tests/logs/$t"*.log "$res/logs/" 2>/dev/null
+done
+echo "$passed passed, $failed failed, $skipped skipped" | tee "$res/summary"
