@@ -113,8 +113,7 @@ int parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, voi
  * directory). node_exporter's textfile collector reads only *.prom files: any
  * other name is accepted (another reader may want it) with a warning.
  */
-int parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value,
-                               void *field) {
+int parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         if (value[0] == '\0') {
                 *(char *)field = '\0';
                 return 0;
@@ -144,8 +143,7 @@ bool profile_name_is_valid(const char *name) {
                strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
 }
 
-int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
-                              void *field) {
+int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         if (!profile_name_is_valid(value))
                 return pf_error(pf,
                                 "invalid [%s] %s \"%s\": a profile name is 1 to %d of a-z, "
@@ -171,8 +169,7 @@ int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
  * clears what earlier lines and files added (like systemd's list settings).
  * field is the array; the count follows it at item->size bytes further on.
  */
-int parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value,
-                              void *field) {
+int parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         char **v = field;
         unsigned *n = (unsigned *)((char *)field + item->size);
         bool cgroup = strcmp(item->key, "cgroup") == 0;
