@@ -251,7 +251,10 @@ static __always_inline int on_irq_stack(struct task_struct *cur, __u32 stack_siz
         __u64 sp = (__u64)(unsigned long)&marker;
         __u64 base = (__u64)(unsigned long)cur->stack;
         barrier_var(sp);
-        return sp - base >= stack_size; /* below base, the difference wraps */
+        /* Two compares, not one on the wrapped difference sp - base: a
+         * frame pointer minus a number is rejected by 6.1's verifier ("math
+         * between fp pointer and register with unbounded min value"). */
+        return sp < base || sp >= base + stack_size;
 }
 
 /* Adds n wakeups of edge k to this CPU's count in the hash. */
