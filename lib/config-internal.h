@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "ini-line.h"
 #include "macro.h"
 
 #define SPACE " \t\r\n\v\f"
@@ -48,11 +49,7 @@ struct ConfigItem {
 struct ParseFile {
         ConfigLoader *loader;
         const char *path;
-        FILE *f;
-        char *line; /* getline() buffer; owned */
-        size_t line_size;
-        unsigned lineno; /* lines handed to inih so far = the line the handler sees */
-        size_t bytes;    /* read so far */
+        IniLine in; /* the file, read a line at a time; in.buf owned */
         const ConfigItem *items;
         size_t n_items;
         void *target;

@@ -133,7 +133,7 @@ int parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value
                 loader_diag(pf->loader, CONFIG_DIAG_WARNING,
                             "%s:%u: [%s] %s \"%s\" does not end in \".prom\": node_exporter's "
                             "textfile collector reads only *.prom files",
-                            pf->path, pf->lineno, item->section, item->key, value);
+                            pf->path, pf->in.lineno, item->section, item->key, value);
         return 0;
 }
 
@@ -157,7 +157,7 @@ int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
                         if (strcmp(item->key, follow_ppd_profiles[i]) == 0)
                                 set_at = &pf->loader->follow_set_at[i];
         char *at;
-        if (asprintf(&at, "%s:%u", pf->path, pf->lineno) < 0)
+        if (asprintf(&at, "%s:%u", pf->path, pf->in.lineno) < 0)
                 return pf_error(pf, "out of memory");
         free(*set_at);
         *set_at = at;

@@ -305,52 +305,32 @@ int pf_error(ParseFile *pf, const char *fmt, ...) {
                 va_start(ap, fmt);
                 vsnprintf(pf->error, sizeof(pf->error), fmt, ap);
                 va_end(ap);
-                pf->error_line = pf->lineno;
+                pf->error_line = pf->in.lineno;
         }
         return -EINVAL;
 }
 
-/* An fgets() for inih: one physical line per call, leading white space dropped. */
+/* inih's fgets(): ini_line_next(), its refusals kept as the file's error. */
 static char *pf_read_line(char *str, int num, void *stream) {
         ParseFile *pf = stream;
+        char why[96];
 
-        ssize_t n = getline(&pf->line, &pf->line_size, pf->f);
-        if (n < 0)
-                return NULL; /* EOF or error; the caller checks ferror() */
-        pf->lineno++;
-        pf->bytes += (size_t)n;
-        if (pf->bytes > CONFIG_FILE_MAX) { /* it grew after the check */
-                pf_error(pf, "file larger than %d bytes", CONFIG_FILE_MAX);
-                return NULL;
-        }
-        if (strlen(pf->line) != (size_t)n) {
-                /* inih would see the line cut at the NUL: a value silently shortened */
-                pf_error(pf, "NUL byte in the line");
-                pf->line[0] = '\0';
-        }
-
-        const char *s = pf->line + strspn(pf->line, " \t\v\f");
-        size_t len = strcspn(s, "\r\n");
-        if (num < 2 || len > (size_t)num - 2) {
-                pf_error(pf, "line too long (at most %d characters)", num - 2);
-                len = 0;
-        }
-        memcpy(str, s, len);
-        str[len] = '\n';
-        str[len + 1] = '\0';
-        return str;
+        char *line = ini_line_next(&pf->in, CONFIG_FILE_MAX, str, num, why, sizeof(why));
+        if (why[0])
+                pf_error(pf, "%s", why);
+        return line;
 }
 
 /* Describes what inih rejected on line lineno, reading the line again. */
 static void pf_describe_syntax_error(ParseFile *pf, unsigned lineno, char *buf, size_t size) {
         const char *what = "syntax error";
 
-        if (fseek(pf->f, 0, SEEK_SET) == 0) {
+        if (fseek(pf->in.f, 0, SEEK_SET) == 0) {
                 for (unsigned i = 1; i <= lineno; i++)
-                        if (getline(&pf->line, &pf->line_size, pf->f) < 0)
+                        if (getline(&pf->in.buf, &pf->in.size, pf->in.f) < 0)
                                 break;
                         else if (i == lineno) {
-                                const char *s = pf->line + strspn(pf->line, SPACE);
+                                const char *s = pf->in.buf + strspn(pf->in.buf, SPACE);
                                 what = *s == '[' ? "syntax error: section header without "
                                                    "closing ']'"
                                                  : "syntax error: expected \"key = value\"";
@@ -386,14 +366,14 @@ static int pf_handler(void *user, const char *section, const char *key, const ch
 
         if (section_known)
                 loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown key \"%s\" in [%s], ignored",
-                            pf->path, pf->lineno, key, section);
+                            pf->path, pf->in.lineno, key, section);
         else if (section[0] == '\0')
                 loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: \"%s\" outside any section, ignored",
-                            pf->path, pf->lineno, key);
+                            pf->path, pf->in.lineno, key);
         else if (!pf->ignored_section || strcmp(pf->ignored_section, section) != 0) {
                 /* once per run of keys in the same unknown section */
                 loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown section [%s], ignored",
-                            pf->path, pf->lineno, section);
+                            pf->path, pf->in.lineno, section);
                 free(pf->ignored_section);
                 pf->ignored_section = strdup(section);
         }
@@ -460,7 +440,7 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
         char syntax[128];
         int r;
 
-        r = config_open_file(l, path, &pf.f);
+        r = config_open_file(l, path, &pf.in.f);
         if (r == -ENOENT && missing_ok)
                 return 0;
         if (r == -ENOENT)
@@ -472,7 +452,7 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
         if (r == -2) {
                 r = -ENOMEM;
                 loader_diag(l, CONFIG_DIAG_ERROR, "%s: out of memory", path);
-        } else if (r < 0 || ferror(pf.f)) {
+        } else if (r < 0 || ferror(pf.in.f)) {
                 r = -EIO;
                 loader_diag(l, CONFIG_DIAG_ERROR, "%s: read error", path);
         } else if (r > 0 && (pf.error_line == 0 || (unsigned)r < pf.error_line)) {
@@ -485,8 +465,8 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
         } else
                 r = 1;
 
-        fclose(pf.f);
-        free(pf.line);
+        fclose(pf.in.f);
+        free(pf.in.buf);
         free(pf.ignored_section);
         return r;
 }

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ini-line.h"
 #include "macro.h"
 
 #define RULES_FILE_MAX (1024 * 1024)
@@ -228,12 +229,8 @@ int rules_check(const RuleSet *set, RulesDiag diag, void *userdata) {
 
 typedef struct RulesFile {
         const char *path;
-        FILE *f;
+        IniLine in; /* the file, read a line at a time; in.buf owned */
         RuleSet *set;
-        char *line; /* getline() buffer; owned */
-        size_t line_size;
-        unsigned lineno;
-        size_t bytes;
         Rule *current; /* the rule of the section being read; NULL before the first */
         unsigned error_line;
         char error[512];
@@ -245,7 +242,7 @@ _printf_(2, 3) static int rf_error(RulesFile *rf, const char *fmt, ...) {
                 va_start(ap, fmt);
                 vsnprintf(rf->error, sizeof(rf->error), fmt, ap);
                 va_end(ap);
-                rf->error_line = rf->lineno;
+                rf->error_line = rf->in.lineno;
         }
         return -EINVAL;
 }
@@ -278,38 +275,22 @@ static void rf_section(RulesFile *rf, const char *s, size_t len) {
         }
         memcpy(rf->current->name, s + 1, n);
         rf->current->name[n] = '\0';
-        snprintf(rf->current->origin, sizeof(rf->current->origin), "%s:%u", rf->path, rf->lineno);
+        snprintf(rf->current->origin, sizeof(rf->current->origin), "%s:%u", rf->path,
+                 rf->in.lineno);
 }
 
-/* An fgets() for inih: one physical line per call, leading white space dropped. */
+/* inih's fgets(): ini_line_next(), its refusals kept as the file's error;
+ * a section header starts a rule. */
 static char *rf_read_line(char *str, int num, void *stream) {
         RulesFile *rf = stream;
+        char why[96];
 
-        ssize_t n = getline(&rf->line, &rf->line_size, rf->f);
-        if (n < 0)
-                return NULL;
-        rf->lineno++;
-        rf->bytes += (size_t)n;
-        if (rf->bytes > RULES_FILE_MAX) {
-                rf_error(rf, "file larger than %d bytes", RULES_FILE_MAX);
-                return NULL;
-        }
-        if (strlen(rf->line) != (size_t)n) {
-                rf_error(rf, "NUL byte in the line");
-                rf->line[0] = '\0';
-        }
-        const char *s = rf->line + strspn(rf->line, " \t\v\f");
-        size_t len = strcspn(s, "\r\n");
-        if (num < 2 || len > (size_t)num - 2) {
-                rf_error(rf, "line too long (at most %d characters)", num - 2);
-                len = 0;
-        }
-        if (len > 0 && s[0] == '[')
-                rf_section(rf, s, len);
-        memcpy(str, s, len);
-        str[len] = '\n';
-        str[len + 1] = '\0';
-        return str;
+        char *line = ini_line_next(&rf->in, RULES_FILE_MAX, str, num, why, sizeof(why));
+        if (why[0])
+                rf_error(rf, "%s", why);
+        if (line && line[0] == '[')
+                rf_section(rf, line, strcspn(line, "\n"));
+        return line;
 }
 
 static int set_key(RulesFile *rf, char **field, const char *key, const char *value) {
@@ -418,7 +399,7 @@ static int rules_open_file(const char *path, FILE **ret) {
 static int rules_load_file(const char *path, RuleSet *set, RulesDiag diag, void *userdata) {
         RulesFile rf = { .path = path, .set = set };
         unsigned first = set->n_rules;
-        int r = rules_open_file(path, &rf.f);
+        int r = rules_open_file(path, &rf.in.f);
         if (r < 0) {
                 diagf(diag, userdata, true, "%s: cannot read: %s", path, strerror(-r));
                 return r;
@@ -427,7 +408,7 @@ static int rules_load_file(const char *path, RuleSet *set, RulesDiag diag, void 
         if (r == -2) {
                 diagf(diag, userdata, true, "%s: out of memory", path);
                 r = -ENOMEM;
-        } else if (r < 0 || ferror(rf.f)) {
+        } else if (r < 0 || ferror(rf.in.f)) {
                 diagf(diag, userdata, true, "%s: read error", path);
                 r = -EIO;
         } else if (r > 0 && (rf.error_line == 0 || (unsigned)r < rf.error_line)) {
@@ -439,8 +420,8 @@ static int rules_load_file(const char *path, RuleSet *set, RulesDiag diag, void 
                 r = -EINVAL;
         } else
                 r = rf_check_rules(&rf, first, diag, userdata);
-        fclose(rf.f);
-        free(rf.line);
+        fclose(rf.in.f);
+        free(rf.in.buf);
         return r;
 }
 
