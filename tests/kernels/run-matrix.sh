@@ -1,28 +1,42 @@
 #!/usr/bin/env bash
 # make check-kernels: runs the live tests on each kernel of the matrix, in
 # qemu (TCG, 2 CPUs) or, for the running kernel when it cannot be booted, on
-# the host; prints one line per kernel, saying where it ran,
+# the host; prints one line per kernel, saying where it ran and which
+# cpuidle driver the kernel had,
 #
-#   kernel KVER (WHERE): N passed, N failed, N skipped (M s)
+#   kernel KVER (WHERE, cpuidle DRIVER | no cpuidle driver): N passed, N failed, N skipped (M s)
 #
-# followed, when tests failed, by their FAIL lines and where the logs are,
-# and a closing line with the whole time.
+# followed, when tests failed, by their FAIL lines, each with the lines of
+# its log that say what failed, and where the logs are, and a closing line
+# with the whole time.
 #
 #   tests/kernels/run-matrix.sh BUILD_DIR
 #
 # The matrix (PLACED_KERNELS, words): Debian 12's kernel (linux-image-amd64,
-# 6.1), the 6.12 kernel bookworm ships (linux-image-6.12-amd64), and
-# "running", the running kernel: booted from /boot/vmlinuz-$(uname -r) with
-# its modules from /lib/modules when both are there, else the same test set
-# runs on the host itself (its cgroup v2 test skips where the cpuset
-# controller is bound to v1). Packages are downloaded once into
+# 6.1) without a cpuidle driver, the 6.12 kernel bookworm ships
+# (linux-image-6.12-amd64) with one, and "running", the running kernel:
+# booted from /boot/vmlinuz-$(uname -r) with its modules from /lib/modules
+# when both are there, else the same test set runs on the host itself (its
+# cgroup v2 test skips where the cpuset controller is bound to v1). Packages are downloaded once into
 # PLACED_KERNEL_CACHE (default /var/cache/placed-kernels, outside the tree so
 # that a clean clone, as CI makes, finds them; BUILD_DIR/kernels when that
 # cannot be created) and kept; older builds of a package are removed.
 #
+# Machines of our kind run with a cpuidle driver (haltpoll: states POLL and
+# haltpoll) or without (plain HLT), and the tests must pass on both. A TCG
+# guest has none: KVM's haltpoll needs the KVM CPUID signature, which TCG
+# does not show, and qemu gives the CPUs no _CST. A word ending in
+# "+cpuidle" (the default's 6.12) boots its kernel with an extra ACPI table
+# that gives each CPU a _CST with one C-state, C1, entered by HLT
+# (mkssdt-cst.sh): the guest's acpi_idle then registers states POLL and C1,
+# as haltpoll's POLL and haltpoll, the idle test runs there, and its
+# skipping for want of idle states counts as a failure. The same package
+# may be named with and without "+cpuidle" to run both.
+#
 # The guest's root is the host's, read-only over virtio-9p, with tmpfs on
 # /tmp and /run: the guest changes nothing on the host but
-# BUILD_DIR/kernels/results/KVER, where its logs and summary go.
+# BUILD_DIR/kernels/results/KVER (KVER+cpuidle), where its logs and
+# summary go.
 #
 # Environment: PLACED_MATRIX_TESTS (test names for run-tests.sh, default the
 # live sampler, placement, idle, kernel fallback and cgroup v2 cpuset
@@ -43,10 +57,11 @@ build=$(cd "$build" && pwd)
 results=$build/kernels/results
 cache=${PLACED_KERNEL_CACHE:-/var/cache/placed-kernels}
 mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache=$build/kernels
-kernels=${PLACED_KERNELS:-linux-image-amd64 linux-image-6.12-amd64 running}
+kernels=${PLACED_KERNELS:-linux-image-amd64 linux-image-6.12-amd64+cpuidle running}
 tests=${PLACED_MATRIX_TESTS:-test-wake-source-live test-placement-live test-idle-live test-kernel-fallback-live test-act-cpuset-v2-live}
 vm_timeout=${PLACED_MATRIX_TIMEOUT:-900}
 mem=${PLACED_MATRIX_MEM:-2048}
+ncpus=2
 # A host thread per vCPU (MTTCG): with one thread for both the guest runs
 # half as fast and perf bench messaging's groups fall below the model's
 # rates (classified solo). Either way TCG is not the machine placed is for:
@@ -54,6 +69,7 @@ mem=${PLACED_MATRIX_MEM:-2048}
 # vCPU, and from 2x slower to 10% faster with one (placed's trial hands it
 # back when it loses).
 accel=${PLACED_MATRIX_ACCEL:-tcg,thread=multi}
+accel_name=$(echo "${accel%%,*}" | tr '[:lower:]' '[:upper:]') # for the report: TCG
 time_scale=${PLACED_TEST_TIME_SCALE:-5}
 # Under TCG every step takes seconds: of the placement test, pack and
 # restore (SIGTERM; SIGKILL and --restore); the rest runs on the host.
@@ -68,13 +84,15 @@ failed_any=0
 booted=()
 t_all=$SECONDS
 
-# run_env WHERE: the settings of the test set (tests/kernels/run-set.sh) in
-# a guest ("guest") or on the host ("host": as make check runs them).
+# run_env WHERE [IDLE]: the settings of the test set (tests/kernels/run-set.sh)
+# in a guest ("guest") or on the host ("host": as make check runs them);
+# IDLE=1: the guest was given a cpuidle driver, so the idle test must run.
 run_env() {
     echo "PLACED_SRC='$src'"
     echo "PLACED_BUILD='$build'"
     echo "PLACED_MATRIX_TESTS='$tests'"
     [ "$1" = guest ] || return 0
+    echo "PLACED_MATRIX_NEED_IDLE=${2:-0}"
     echo "PLACED_TEST_TIME_SCALE='$time_scale'"
     echo "PLACED_LIVE_STEPS='$live_steps'"
     echo "PLACED_TEST_SKIP='$skip_tests'"
@@ -82,10 +100,43 @@ run_env() {
     echo "PLACED_PACKING_MAY_LOSE=1"
 }
 
+# fail_excerpt RES NAME: up to 12 lines of RES/logs/NAME.log that say what
+# failed, in the log's order: first every line that reports a failure
+# (cmocka's "[  FAILED  ]", "[  ERROR   ]" and "[   LINE   ]", a shell
+# test's "FAIL:" and "not ok"), then, while there is room, the first other
+# lines that speak of a failure, an error or an assertion (not a passed
+# check's "ok - ..."). When none does,
+# the log's last 5 lines. CI keeps no logs: this is what its output shows.
+fail_excerpt() {
+    local log=$1/logs/$2.log
+    [ -f "$log" ] || { echo "(no log $log)"; return 0; }
+    awk -v max=12 '
+        /^\[ +(FAILED|ERROR|LINE) +\]|^FAIL|^not ok/ { if (ns < max) strong[NR] = $0; ns++; next }
+        /^ok / { last[NR % 5] = $0; next } # a passed check that speaks of failures
+        tolower($0) ~ /fail|error|assert/ { weak[++nw] = NR; text[NR] = $0 }
+        { last[NR % 5] = $0 }
+        END {
+            room = max - (ns < max ? ns : max)
+            for (i = 1; i <= nw && i <= room; i++) strong[weak[i]] = text[weak[i]]
+            for (n = 1; n <= NR; n++) if (n in strong) { print substr(strong[n], 1, 200); shown++ }
+            if (shown) exit
+            print "(no line of " FILENAME " says what failed; its last lines:)"
+            for (n = NR - 4; n <= NR; n++) if (n > 0) print substr(last[n % 5], 1, 200)
+        }' "$log"
+}
+
+# idle_of RES: which cpuidle driver the kernel had (run-set.sh wrote it).
+idle_of() {
+    local d
+    d=$(cat "$1/cpuidle-driver" 2>/dev/null) || return 0
+    if [ "$d" = none ] || [ -z "$d" ]; then echo ", no cpuidle driver"; else echo ", cpuidle $d"; fi
+}
+
 # report KVER WHERE RES SECS: the kernel's line from RES/summary, its FAIL
-# lines, and what the console says of an oops or a warning.
+# lines, each with what its log says failed, and what the console says of
+# an oops or a warning.
 report() {
-    local kver=$1 where=$2 res=$3 secs=$4 summary bad
+    local kver=$1 where=$2 res=$3 secs=$4 summary bad line name
     summary=$(cat "$res/summary" 2>/dev/null || true)
     if [ -z "$summary" ]; then
         echo "kernel $kver ($where): did not finish (${secs} s; console: $res/console.log)"
@@ -97,7 +148,13 @@ report() {
     echo "kernel $kver ($where): $summary (${secs} s)"
     if ! [[ $summary =~ \ 0\ failed ]]; then
         failed_any=1
-        grep '^FAIL' "$res/results" | sed 's/^/    /'
+        while read -r line; do
+            echo "    $line"
+            name=$(echo "$line" | awk '{ print $2 }')
+            # A test that did not run (the idle test without idle states) has no log.
+            [[ $line == *"(exit "* ]] || [ -f "$res/logs/$name.log" ] || continue
+            fail_excerpt "$res" "$name" | sed 's/^/      | /'
+        done < <(grep '^FAIL' "$res/results")
         echo "    logs: $res/logs"
     fi
     if [ -n "$bad" ]; then
@@ -107,20 +164,27 @@ report() {
     fi
 }
 
-# boot KVER VMLINUZ MODULE_ROOT: the test set in one VM; prints the kernel's line.
+# boot KVER VMLINUZ MODULE_ROOT [IDLE]: the test set in one VM, given a
+# cpuidle driver when IDLE is 1; prints the kernel's line.
 boot() {
-    local kver=$1 vmlinuz=$2 kroot=$3 res=$results/$1 start
+    local kver=$1 vmlinuz=$2 kroot=$3 idle=${4:-0} res=$results/$1 start acpi=()
+    [ "$idle" = 0 ] || res=$res+cpuidle
     rm -rf "$res"
     mkdir -p "$res/logs"
     "$here/mkinitramfs.sh" "$kroot" "$kver" "$res/initramfs.img"
-    run_env guest >"$res/run.env"
+    run_env guest "$idle" >"$res/run.env"
+    if [ "$idle" = 1 ]; then
+        # A _CST for each CPU: the guest's acpi_idle then registers (mkssdt-cst.sh).
+        "$here/mkssdt-cst.sh" "$ncpus" "$res/cst.aml"
+        acpi=(-acpitable "sig=SSDT,rev=2,oem_id=PLACED,oem_table_id=PLACDCST,data=$res/cst.aml")
+    fi
     start=$SECONDS
     # maxcpus=1: the guest boots on one CPU and brings the other online once
     # it has switched on what would otherwise patch kernel text while both
     # run (guest-init.sh); noreplace-smp: nor are the SMP alternatives
     # patched back in when the second CPU comes online.
     timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
-        -machine q35 -accel "$accel" -cpu max -smp 2 -m "$mem" \
+        -machine q35 -accel "$accel" -cpu max -smp "$ncpus" -m "$mem" "${acpi[@]}" \
         -nodefaults -no-reboot -display none -monitor none -serial "file:$res/console.log" \
         -kernel "$vmlinuz" -initrd "$res/initramfs.img" \
         -append "console=ttyS0 panic=-1 loglevel=4 maxcpus=1 noreplace-smp placed_init=$here/guest-init.sh placed_src=$src" \
@@ -131,7 +195,7 @@ boot() {
         -fsdev "local,id=srctree,path=$src,readonly=on,security_model=none,multidevs=remap" \
         -device virtio-9p-pci,fsdev=srctree,mount_tag=srctree \
         </dev/null >"$res/qemu.log" 2>&1 || true
-    report "$kver" "qemu TCG, 2 CPUs" "$res" $((SECONDS - start))
+    report "$kver" "qemu $accel_name, $ncpus CPUs$(idle_of "$res")" "$res" $((SECONDS - start))
 }
 
 # on_host KVER WHY: the same test set on the host, for the running kernel.
@@ -146,31 +210,36 @@ on_host() {
         eval "$(run_env host)"
         "$here/run-set.sh" "$res" >"$res/output.log" 2>&1
     ) || true
-    report "$kver" "running, on the host: $2" "$res" $((SECONDS - start))
+    report "$kver" "running, on the host$(idle_of "$res"): $2" "$res" $((SECONDS - start))
 }
 
-for k in $kernels; do
+for word in $kernels; do
+    k=${word%+cpuidle} idle=0 suffix=
+    [ "$k" = "$word" ] || idle=1 suffix=+cpuidle
     if [ "$k" = running ]; then
         kver=$(uname -r)
-        if [[ " ${booted[*]} " == *" $kver "* ]]; then
-            echo "kernel $kver (running): tested above"
+        if [[ " ${booted[*]} " == *" $kver$suffix "* ]]; then
+            echo "kernel $kver$suffix (running): tested above"
             continue
         fi
-        booted+=("$kver")
+        booted+=("$kver$suffix")
         if [ -r "/boot/vmlinuz-$kver" ] && [ -d "/lib/modules/$kver" ]; then
-            boot "$kver" "/boot/vmlinuz-$kver" /
+            boot "$kver" "/boot/vmlinuz-$kver" / "$idle"
+        elif [ "$idle" = 1 ]; then
+            echo "kernel $kver ($word): cannot give the host a cpuidle driver, and there is no /boot/vmlinuz-$kver and /lib/modules/$kver to boot it in qemu"
+            failed_any=1
         else
             on_host "$kver" "no /boot/vmlinuz-$kver and /lib/modules/$kver to boot it in qemu"
         fi
         continue
     fi
     kver=$("$here/fetch-kernel.sh" "$cache" "$k") || { echo "kernel $k: cannot fetch it"; failed_any=1; continue; }
-    if [[ " ${booted[*]} " == *" $kver "* ]]; then
-        echo "kernel $kver ($k): tested above"
+    if [[ " ${booted[*]} " == *" $kver$suffix "* ]]; then
+        echo "kernel $kver$suffix ($word): tested above"
         continue
     fi
-    booted+=("$kver")
-    boot "$kver" "$cache/$kver/boot/vmlinuz-$kver" "$cache/$kver"
+    booted+=("$kver$suffix")
+    boot "$kver" "$cache/$kver/boot/vmlinuz-$kver" "$cache/$kver" "$idle"
 done
 echo "check-kernels: $((SECONDS - t_all)) s in all"
 exit $failed_any

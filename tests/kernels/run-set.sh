@@ -10,8 +10,11 @@
 # BUILD/tests/logs itself, as in the guest) and writes the closing line,
 # "N passed, N failed, N skipped", to RESULTS_DIR/summary. A test that
 # prints no closing line, or names no test, counts as failed, and so does a
-# skip of the sampler, placement or fallback test (MUST_RUN). The idle test
-# runs only where the kernel has idle states.
+# skip of the sampler, placement or fallback test (MUST_RUN); their line in
+# RESULTS_DIR/results then reads FAIL. The idle test runs only where the
+# kernel has idle states; with PLACED_MATRIX_NEED_IDLE=1 (a guest given a
+# cpuidle driver, see run-matrix.sh) their absence is a failure. The cpuidle
+# driver (or "none") goes to RESULTS_DIR/cpuidle-driver.
 res=${1:?usage: run-set.sh RESULTS_DIR}
 : "${PLACED_SRC:?}" "${PLACED_BUILD:?}" "${PLACED_MATRIX_TESTS:?}"
 say() { echo "run-set: $*"; }
@@ -21,11 +24,19 @@ rm -f "$res/summary"
 
 passed=0 failed=0 skipped=0
 MUST_RUN="test-wake-source-live test-placement-live test-kernel-fallback-live"
+driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) || driver=none
+echo "${driver:-none}" >"$res/cpuidle-driver"
 for t in $PLACED_MATRIX_TESTS; do
     if [ "$t" = test-idle-live ] && [ ! -e /sys/devices/system/cpu/cpu0/cpuidle/state0 ]; then
-        line="SKIP  test-idle-live.sh                no idle states here (cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none))"
-        echo "$line" | tee -a "$res/results"
-        skipped=$((skipped + 1))
+        if [ "${PLACED_MATRIX_NEED_IDLE:-0}" = 1 ]; then
+            printf 'FAIL  %-32s %s\n' test-idle-live.sh "no idle states here (cpuidle driver ${driver:-none}), but this guest was given a cpuidle driver" |
+                tee -a "$res/results"
+            failed=$((failed + 1))
+        else
+            printf 'SKIP  %-32s %s\n' test-idle-live.sh "no idle states here (cpuidle driver ${driver:-none})" |
+                tee -a "$res/results"
+            skipped=$((skipped + 1))
+        fi
         continue
     fi
     out=$(cd "$PLACED_SRC" && tests/run-tests.sh "$PLACED_BUILD" "$t" 2>&1)
@@ -33,15 +44,18 @@ for t in $PLACED_MATRIX_TESTS; do
     read -r p _ f _ s _ < <(echo "$out" | tail -n 1)
     [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ && $s =~ ^[0-9]+$ ]] || { p=0 f=1 s=0; say "$t: no closing line"; }
     [ $((p + f + s)) -gt 0 ] || { f=1; say "$t: no such test was run"; }
+    lines=$(echo "$out" | grep -E '^(PASS|FAIL|SKIP) ')
     # What the matrix is for: the sampler must load and placed must run on
     # every kernel of it, so these tests skipping (they skip when the BPF
     # sampler does not load) is a failure here.
     if [[ " $MUST_RUN " == *" $t "* ]] && [ "$s" -gt 0 ]; then
         say "$t skipped on this kernel: counted as failed"
         s=$((s - 1)) f=$((f + 1))
+        lines=$(echo "$lines" | sed 's/^SKIP  \(.*\)$/FAIL  \1 (a skip, counted as failed here)/')
     fi
+    [ -n "$lines" ] || [ "$f" -eq 0 ] || lines=$(printf 'FAIL  %-32s %s' "$t" "(no result line from run-tests.sh)")
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-    echo "$out" | grep -E '^(PASS|FAIL|SKIP) ' >>"$res/results"
+    [ -z "$lines" ] || echo "$lines" >>"$res/results"
     [ "$res/logs" -ef "$PLACED_BUILD/tests/logs" ] || cp "$PLACED_BUILD/tests/logs/$t"*.log "$res/logs/" 2>/dev/null
 done
 echo "$passed passed, $failed failed, $skipped skipped" | tee "$res/summary"
