@@ -285,6 +285,19 @@ struct IdleSampler {
         CpuPriv *priv; /* owned, parallel to cpus */
 };
 
+static int sampler_read_info(IdleSampler *s, unsigned cpu, unsigned n) {
+        IdleCpu *ic = &s->cpus[cpu];
+        for (unsigned i = 0; i < n; i++) {
+                IdleState st = { 0 };
+                int r = s->ops->read_info(s->root, cpu, i, &st);
+                if (r < 0)
+                        return r;
+                ic->states[i] = st;
+        }
+        ic->n_states = n;
+        return 0;
+}
+
 int idle_sampler_new(const char *sysfs_root, const IdleOps *ops, IdleSampler **ret) {
         if (!sysfs_root || !ret)
                 return -EINVAL;
@@ -305,7 +318,14 @@ int idle_sampler_new(const char *sysfs_root, const IdleOps *ops, IdleSampler **r
         }
         for (unsigned i = 0; i < s->n_cpus; i++) {
                 s->cpus[i].cpu = (int)i;
-                s->priv[i].need_info = true;
+                /* The static information now, as promised: the caller sees at
+                 * once whether there are states (placed drops a sampler with
+                 * none). A CPU that cannot be read (offline) is read again at
+                 * its first refresh. */
+                int r = s->ops->state_count(s->root, i);
+                if (r >= 0)
+                        r = sampler_read_info(s, i, (unsigned)r);
+                s->priv[i].need_info = r < 0;
         }
         *ret = s;
         return 0;
@@ -318,19 +338,6 @@ IdleSampler *idle_sampler_free(IdleSampler *s) {
                 free(s);
         }
         return NULL;
-}
-
-static int sampler_read_info(IdleSampler *s, unsigned cpu, unsigned n) {
-        IdleCpu *ic = &s->cpus[cpu];
-        for (unsigned i = 0; i < n; i++) {
-                IdleState st = { 0 };
-                int r = s->ops->read_info(s->root, cpu, i, &st);
-                if (r < 0)
-                        return r;
-                ic->states[i] = st;
-        }
-        ic->n_states = n;
-        return 0;
 }
 
 /* Return: 1 with deltas, 0 without, negative errno (the CPU starts over). */

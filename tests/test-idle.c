@@ -175,6 +175,31 @@ static void test_vm2_states(void **state) {
         assert_null(idle_sampler_cpu(s, 2));
 }
 
+/* idle_sampler_new() reads the states at once, before any refresh: placed
+ * decides from that whether the machine has a cpuidle driver. */
+static void test_states_known_at_new(void **state) {
+        char root[PATH_MAX];
+        _cleanup_(idle_sampler_freep) IdleSampler *s = NULL;
+        fixture_path("idle-vm2", root, sizeof(root));
+        assert_int_equal(idle_sampler_new(root, &idle_ops_sysfs, &s), 0);
+        for (unsigned cpu = 0; cpu < 2; cpu++) {
+                const IdleCpu *ic = idle_sampler_cpu(s, cpu);
+                assert_int_equal(ic->n_states, 2);
+                assert_string_equal(ic->states[1].name, "haltpoll idle");
+                assert_int_equal(ic->states[1].exit_latency_us,
+                                 read_u64(root, "cpu%u/cpuidle/state1/latency", cpu));
+                assert_false(ic->has_delta);
+        }
+        s = idle_sampler_free(s);
+
+        /* CPUs without a cpuidle directory (no driver): none. */
+        fixture_path("topo-vm2", root, sizeof(root));
+        assert_int_equal(idle_sampler_new(root, &idle_ops_sysfs, &s), 0);
+        assert_int_equal(idle_sampler_n_cpus(s), 2);
+        for (unsigned cpu = 0; cpu < 2; cpu++)
+                assert_int_equal(idle_sampler_cpu(s, cpu)->n_states, 0);
+}
+
 static void test_big32_deltas(void **state) {
         Ctx *c = *state;
         _cleanup_(idle_sampler_freep) IdleSampler *s = NULL;
@@ -348,6 +373,7 @@ static void test_live_backends_agree(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_vm2_states, setup_vm2, teardown),
+                cmocka_unit_test(test_states_known_at_new),
                 cmocka_unit_test_setup_teardown(test_big32_deltas, setup_big32, teardown),
                 cmocka_unit_test(test_derive_scaling),
                 cmocka_unit_test(test_no_cpus),
