@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make check-pidns: the live tests (names ending in -live) and those that
-# start placed (daemon, D-Bus, restore, follow, metrics), run by
+# start placed (daemon, D-Bus, restore, follow, metrics, make run), run by
 # tests/run-tests.sh as PID 1 of a new PID namespace with its own /proc
 # (unshare --pid --fork --mount-proc): a container's view. There the perf
 # sampler must map the wakees' global PIDs (lib/wake-source-perf.c), PID 1
@@ -23,7 +23,8 @@ command -v unshare >/dev/null || { echo "pidns: unshare (util-linux) is not inst
 out=$(mktemp /tmp/placed-pidns.XXXXXX)
 trap 'rm -f "$out"' EXIT
 unshare --pid --fork --mount-proc "$here/run-tests.sh" "$build" \
-    -live test-daemon.sh test-dbus test-restore.sh test-follow.sh test-metrics.sh | tee "$out"
+    -live test-daemon.sh test-dbus test-restore.sh test-follow.sh test-metrics.sh test-run-dev.sh |
+    tee "$out"
 rc=${PIPESTATUS[0]}
 summary=$(tail -n 1 "$out")
 case $summary in
