@@ -26,6 +26,11 @@
  * sampled yet) is counted in n_skipped and not attributed. The cost is a
  * second sample per blocking switch, paid only in a namespace (or when
  * WakeSourceOptions.perf_map_pids forces it, as the host tests do).
+ * Measured on the 2-CPU VM (perf bench sched pipe -l 500000 pinned to one
+ * CPU, read every 200 ms, 4 alternations, medians): 6.6 s with no source,
+ * 7.1 s with this one, 7.4 s with it and the map, about 0.5 us more a round
+ * trip; the same wakeups were attributed (502.5k) and skipped (about 300)
+ * with the map as without.
  */
 #include <errno.h>
 #include <fcntl.h>
