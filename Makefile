@@ -5,6 +5,7 @@
 #   make run       run placed in the foreground from the tree (default profile)
 #   make check     every test; ends with "N passed, N failed, N skipped"
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
+#   make check-pidns      the live tests inside a PID namespace (tests/run-pidns.sh)
 #   make check-kernels    the live tests inside qemu on Debian 12's kernels (tests/kernels/)
 #   make fuzz      each libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS (in build-fuzz/)
 #   make install   honours DESTDIR and PREFIX
@@ -204,6 +205,12 @@ check-sanitize:
 
 check-system: all
 	@tests/system/run-system-tests.sh $(BUILD)
+
+# The live tests and those that start placed, inside a PID namespace of
+# their own (tests/run-pidns.sh): "pidns: N passed, N failed, N skipped".
+.PHONY: check-pidns
+check-pidns: all $(TEST_BINS) $(BENCH_BINS) $(REPLAY_BINS) $(HELPER_BINS)
+	@tests/run-pidns.sh $(BUILD)
 
 # Debian 12's 6.1 and 6.12 and the running kernel, each booted in qemu with
 # the live tests inside; one line per kernel (tests/kernels/run-matrix.sh).

@@ -155,7 +155,8 @@ static unsigned pipeline_probe_kernel(void) {
 
 static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
         WakeSourceOptions o = { .ignore_tgid = getpid(),
-                                .sample_period = env->config->sample_period };
+                                .sample_period = env->config->sample_period,
+                                .procfs_root = env->procfs_root };
         _cleanup_free_ char *reason = NULL;
 
         o.kernel_features = pipeline_probe_kernel();
@@ -251,7 +252,10 @@ int pipeline_dispatch_proc_events(Pipeline *p) {
 static void pipeline_open_proc_events(Pipeline *p) {
         int r = proc_events_new(pipeline_on_proc_event, p, &p->procev);
         if (r < 0)
-                log_info("No proc connector (%s): exits are noticed on the tick.", strerror(-r));
+                log_info("No proc connector (%s%s): exits are noticed on the tick.", strerror(-r),
+                         pid_ns_is_initial(p->procfs_root) == 0
+                                 ? "; the kernel refuses it inside a PID namespace"
+                                 : "");
 }
 
 static bool pipeline_has_states(const Pipeline *p) {

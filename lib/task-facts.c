@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -499,8 +500,13 @@ bool task_facts_is_realtime(const TaskFacts *t) {
         return t->policy == SCHED_FIFO || t->policy == SCHED_RR || t->policy == SCHED_DEADLINE;
 }
 
+/*
+ * PF_KTHREAD marks every kernel thread, kthreadd included. Not PID 2 or its
+ * children: that is kthreadd only in the initial PID namespace, and in a
+ * container PID 2 is a user task (kernel threads are not in its /proc).
+ */
 TaskOwner task_facts_owner(const TaskFacts *t, pid_t self_pid) {
-        if (t->flags & PF_KTHREAD_FLAG || t->id.tid == 2 || t->ppid == 2)
+        if (t->flags & PF_KTHREAD_FLAG)
                 return TASK_OWNER_KTHREAD;
         if (t->tgid == 1 || t->id.tid == 1)
                 return TASK_OWNER_INIT;
@@ -518,4 +524,17 @@ const char *task_owner_to_string(TaskOwner o) {
                 [TASK_OWNER_RT] = "realtime",
         };
         return (unsigned)o < ELEMENTSOF(names) ? names[o] : "unknown";
+}
+
+#define PROC_PID_INIT_INO 0xEFFFFFFCU /* include/linux/proc_ns.h */
+
+int pid_ns_is_initial(const char *procfs_root) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (asprintf(&path, "%s/self/ns/pid", procfs_root ? procfs_root : "/proc") < 0)
+                return -ENOMEM;
+        if (stat(path, &st) < 0)
+                return negative_errno();
+        return st.st_ino == PROC_PID_INIT_INO;
 }

@@ -111,7 +111,10 @@ bool task_facts_is(const TaskFacts *t, const TaskId *id);
 /* Return: true for SCHED_FIFO, SCHED_RR or SCHED_DEADLINE. */
 bool task_facts_is_realtime(const TaskFacts *t);
 
-/* Return: whether placed may change t; self_pid is placed's own process. */
+/*
+ * Return: whether placed may change t; self_pid is placed's own process.
+ * Kernel threads by PF_KTHREAD, init by PID 1 of placed's PID namespace.
+ */
 TaskOwner task_facts_owner(const TaskFacts *t, pid_t self_pid);
 const char *task_owner_to_string(TaskOwner o);
 
@@ -131,3 +134,14 @@ int task_facts_unit_from_cgroup(const char *cgroup, char *buf, size_t size);
  * does not fit; -EINVAL for a malformed line.
  */
 int task_facts_parse_cgroup(const char *text, char *ret_cgroup, char *ret_cpuset, size_t size);
+
+/*
+ * pid_ns_is_initial() - whether the calling process is in the kernel's
+ * initial PID namespace, by the inode of procfs_root/self/ns/pid (NULL =
+ * "/proc"): the kernel gives the initial namespace the fixed inode number
+ * 0xEFFFFFFC (PROC_PID_INIT_INO), the same on every kernel since 3.8.
+ *
+ * Return: 1 initial, 0 not, or negative errno (no such file: a fixture
+ * tree, or procfs not mounted).
+ */
+int pid_ns_is_initial(const char *procfs_root);

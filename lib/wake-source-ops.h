@@ -34,6 +34,8 @@ typedef struct WakeSourceOps {
         int (*read)(void *impl, uint64_t now_ns, WakeBatch *b);
         /* Return: N when the source sees 1 in N wakeups (1: every one). */
         unsigned (*sample_every)(const void *impl);
+        /* What the reason should add about how it sees tasks ("" or ", ..."). NULL: nothing. */
+        const char *(*note)(const void *impl);
         /* Return: 1 and *ret, or negative errno. NULL: the source cannot tell its cost. */
         int (*get_cost)(const void *impl, WakeSourceCost *ret);
 } WakeSourceOps;

@@ -95,10 +95,10 @@ static const char *flips_note(const WakeSource *s, const WakeSourceOptions *opts
 static void sampling_note(const WakeSource *s, char *buf, size_t size) {
         unsigned every = s->ops->sample_every(s->impl);
         if (every > 1)
-                snprintf(buf, size, ", sampling 1 in %u wakeups (counts scaled by %u)", every,
-                         every);
+                snprintf(buf, size, ", sampling 1 in %u wakeups (counts scaled by %u)%s", every,
+                         every, s->ops->note ? s->ops->note(s->impl) : "");
         else
-                buf[0] = 0;
+                snprintf(buf, size, "%s", s->ops->note ? s->ops->note(s->impl) : "");
 }
 
 /*
@@ -107,7 +107,7 @@ static void sampling_note(const WakeSource *s, char *buf, size_t size) {
  */
 static int source_open_choose(WakeSourceKind kind, const WakeSourceOptions *opts, WakeSource **ret,
                               char **ret_reason) {
-        char why[128] = "", perf_why[128] = "", note[96];
+        char why[128] = "", perf_why[128] = "", note[192];
         WakeSource *s = NULL;
         int r;
 

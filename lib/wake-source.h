@@ -12,6 +12,8 @@
  *    at the same time;
  *  - "perf": perf_event_open() on the sched:sched_waking tracepoint, one ring
  *    buffer per CPU, one sample per sample_period wakeups (counts scaled);
+ *    inside a PID namespace also on sched:sched_switch, to map the wakees'
+ *    global PIDs to the namespace's TIDs;
  *  - "replay": a recorded event file, for tests without root.
  *
  * perf and replay events go through the same userspace aggregation (flips per
@@ -63,7 +65,11 @@ typedef struct WakeSourceOptions {
         const char *replay_path;  /* replay: the event file */
         const char *tracefs;      /* perf: tracefs mount; NULL = /sys/kernel/tracing, then
                                      /sys/kernel/debug/tracing */
-        const char *procfs_root;  /* perf: where to tell kernel threads; NULL = "/proc" */
+        const char *procfs_root;  /* perf: where to tell kernel threads and placed's PID
+                                     namespace; NULL = "/proc" */
+        int perf_map_pids;        /* perf: map wakees' global PIDs to placed's PID namespace
+                                     through sched_switch (wake-source-perf.c): 0 = when not in
+                                     the initial one, > 0 = always (tests), < 0 = never */
         unsigned kernel_features; /* KERNEL_FEATURE_* from kernel_features_probe(), which the
                                      caller may narrow to force a fallback; 0 = probed at open */
 } WakeSourceOptions;

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test and prints one closing line: "N passed, N failed, N skipped".
 #
-#   tests/run-tests.sh BUILD_DIR [NAME_FILTER]
+#   tests/run-tests.sh BUILD_DIR [NAME_FILTER...]
 #
+# With filters, only the tests whose names contain one of them run.
 # A test is a cmocka binary BUILD_DIR/tests/test-* or a script tests/test-*.sh.
 # Exit 0 = passed, 77 = skipped (the test prints why on its last line of
 # output), anything else = failed. Output goes to BUILD_DIR/tests/logs/; a
 # failed test's log is shown. Exits non-zero when any test failed.
 set -u
-build=${1:?usage: run-tests.sh BUILD_DIR [FILTER]}
-filter=${2:-}
+build=${1:?usage: run-tests.sh BUILD_DIR [FILTER...]}
+shift
+filters=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
 logs=$build/tests/logs
@@ -27,7 +29,13 @@ done
 
 for t in "${tests[@]}"; do
     name=$(basename "$t")
-    [ -n "$filter" ] && [[ $name != *$filter* ]] && continue
+    if [ ${#filters[@]} -gt 0 ]; then
+        wanted=
+        for f in "${filters[@]}"; do
+            [[ $name == *$f* ]] && wanted=1
+        done
+        [ -n "$wanted" ] || continue
+    fi
     log=$logs/$name.log
     start=$EPOCHREALTIME
     timeout --kill-after=10 300 "$t" >"$log" 2>&1 </dev/null

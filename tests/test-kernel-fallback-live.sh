@@ -5,7 +5,8 @@
 # away with PLACED_KERNEL_FEATURES_OFF (lib/kernel-features.h):
 #   1. placed says at start what the kernel offers;
 #   2. without the task iterator (likewise BTF or tp_btf): it says it uses
-#      the perf sampler instead, and still packs the pair; SIGTERM restores;
+#      the perf sampler instead (in a PID namespace, mapping the wakees to
+#      its TIDs), and still packs the pair; SIGTERM restores;
 #   3. without task_struct's flip fields and bpf_stats: the BPF sampler
 #      without the kernel's flips, the cost not measured; the pair packed;
 #   4. an unknown feature name is named in a warning;
@@ -55,8 +56,18 @@ step_without_task_iter() {
     said 'no BPF task iterator: the perf sampler instead of BPF' "2. no fallback said" >/dev/null
     said 'Wake sampler: BPF sampler not used (the kernel lacks task-iter), using perf' \
         "2. the wake sampler is not perf, or not said why" >/dev/null
+    # In a PID namespace (make check-pidns) the perf sampler maps the wakees
+    # to the namespace's TIDs, and says so; in the initial one it does not.
+    local where="the initial PID namespace"
+    if [ "$(stat -L -c %i /proc/self/ns/pid)" != 4026531836 ]; then
+        where="a PID namespace"
+        said "using perf, wakees mapped to the PID namespace's TIDs" \
+            "2. in a PID namespace the perf sampler does not say it maps the wakees" >/dev/null
+    elif grep -q 'wakees mapped' "$T/fallback.log"; then
+        fail "2. in the initial PID namespace the perf sampler maps the wakees"
+    fi
     packs_and_restores 2
-    ok "2. without the task iterator: perf sampler, pair packed in ${packed_ms} ms, restored on SIGTERM"
+    ok "2. without the task iterator: perf sampler, pair packed in ${packed_ms} ms, restored on SIGTERM ($where)"
 }
 
 step_without_flips_and_stats() {

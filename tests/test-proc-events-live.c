@@ -34,6 +34,7 @@
 
 #include "macro.h"
 #include "proc-events.h"
+#include "task-facts.h"
 
 #define DEADLINE_MS  5000
 #define MAX_RECORDED 256
@@ -417,6 +418,19 @@ int main(void) {
         }
         r = proc_events_new(record, &rec, &pe);
         proc_events_free(pe);
+        if (r < 0 && pid_ns_is_initial(NULL) == 0) {
+                /* Refused, not hanging: what placed relies on to fall back. */
+                if (r != -EOPNOTSUPP && r != -EPERM) {
+                        printf("in a PID namespace the proc connector failed with %s, "
+                               "not EOPNOTSUPP or EPERM\n",
+                               strerror(-r));
+                        return 1;
+                }
+                printf("skip: in a PID namespace the kernel refuses the proc connector (%s); "
+                       "placed notices exits on the tick there\n",
+                       strerror(-r));
+                return 77;
+        }
         if (r < 0) {
                 printf("skip: no proc connector here: %s\n", strerror(-r));
                 return 77;

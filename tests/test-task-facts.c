@@ -7,6 +7,7 @@
  * cgroup-v2), and on the live /proc for this very thread.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,6 +103,16 @@ static void test_kernel_thread(void **state) {
         assert_int_equal(task_facts_read(r, 2, 2, t), 0);
         assert_string_equal(t->comm, "kthreadd");
         assert_int_equal(task_facts_owner(t, 999), TASK_OWNER_KTHREAD);
+        /* By its flag: PID 2 and its children without it are user tasks (a
+         * PID namespace's), and with it any PID is a kernel thread. */
+        TaskFacts u = *t;
+        u.flags &= ~0x00200000U;
+        u.policy = SCHED_OTHER;
+        assert_int_equal(task_facts_owner(&u, 999), TASK_OWNER_PLACED);
+        u.id.tid = u.tgid = 77, u.ppid = 2;
+        assert_int_equal(task_facts_owner(&u, 999), TASK_OWNER_PLACED);
+        u.flags = t->flags;
+        assert_int_equal(task_facts_owner(&u, 999), TASK_OWNER_KTHREAD);
         assert_string_equal(t->exe, ""); /* kernel threads have none */
         assert_string_equal(t->cgroup, "/");
         assert_string_equal(t->unit, "");

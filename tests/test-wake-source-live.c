@@ -50,6 +50,7 @@
 #include <cmocka.h>
 
 #include "macro.h"
+#include "task-facts.h"
 #include "wake-graph.h"
 #include "wake-source.h"
 
@@ -113,11 +114,16 @@ typedef struct Observer {
 } Observer;
 
 static unsigned kernel_features; /* probed in main() */
+/* WakeSourceOptions.perf_map_pids of the next open: the test_perf_mapped_* set it. */
+static int perf_map_pids;
+static bool in_pid_namespace; /* not the initial one: make check-pidns */
 
 /* An observer on a source of kind, opened as if the kernel lacked the features in off. */
 static void observer_open_without(Observer *o, WakeSourceKind kind, unsigned off, unsigned llc_size,
                                   char **ret_reason) {
-        WakeSourceOptions opts = { .sample_period = 1, .kernel_features = kernel_features & ~off };
+        WakeSourceOptions opts = { .sample_period = 1,
+                                   .kernel_features = kernel_features & ~off,
+                                   .perf_map_pids = perf_map_pids };
         WakeGraphParams p;
         char *reason = NULL;
         *o = (Observer){};
@@ -127,11 +133,15 @@ static void observer_open_without(Observer *o, WakeSourceKind kind, unsigned off
                       : kind == WAKE_SOURCE_BPF ? "bpf"
                                                 : "auto",
                       r, reason ? reason : "");
+        assert_int_equal(r, 0);
+        /* perf maps the wakees when told to, and by itself in a PID namespace. */
+        if (strcmp(wake_source_name(o->source), "perf") == 0)
+                assert_int_equal(strstr(reason, "wakees mapped to the PID namespace") != NULL,
+                                 perf_map_pids > 0 || (perf_map_pids == 0 && in_pid_namespace));
         if (ret_reason)
                 *ret_reason = reason;
         else
                 free(reason);
-        assert_int_equal(r, 0);
         wake_graph_params_default(&p);
         p.llc_size = llc_size;
         /* A machine time_scale times slower wakes as many times less often:
@@ -688,6 +698,54 @@ static void test_perf_timer_wakeups_skipped(void **state) {
 }
 
 /*
+ * The perf source's wakee map (sched_switch: TID in placed's PID namespace
+ * -> global PID), on by itself in a PID namespace, forced here so that the
+ * host runs it too: every wakee goes through the map (identity on the host),
+ * and the pair and the mix are told as without it. make check-pidns runs all
+ * the perf tests above through it, where the PIDs differ.
+ */
+static int teardown_mapped(void **state) {
+        perf_map_pids = 0;
+        return teardown_tracefs(state);
+}
+
+static void test_perf_mapped_pipe_pair(void **state) {
+        need_tracefs();
+        perf_map_pids = 1;
+        check_pipe_pair(WAKE_SOURCE_PERF);
+}
+
+static void test_perf_mapped_mix(void **state) {
+        need_tracefs();
+        perf_map_pids = 1;
+        check_mix(WAKE_SOURCE_PERF);
+}
+
+/*
+ * The map off where it would be on (perf_map_pids < 0): inside a PID
+ * namespace the wakees are then the kernel's global PIDs, which are not the
+ * pair's TIDs here, and the pair is not told: what the map is for. On the
+ * host the PIDs are the same and the pair is told either way.
+ */
+static void test_perf_unmapped_pipe_pair(void **state) {
+        need_tracefs();
+        perf_map_pids = -1;
+        Observer o;
+        observer_open(&o, WAKE_SOURCE_PERF, 2);
+        char *argv[] = { "perf", "bench", "sched", "pipe", "-l", "5000000", NULL };
+        pid_t pid = spawn(argv);
+        bool found = false;
+        for (unsigned i = 0; i < 2 * time_scale && !found; i++) {
+                observer_tick(&o);
+                const Group *g = group_with(&o, pid);
+                found = g && g->class == GROUP_PAIR && g->n_tasks == 2;
+        }
+        reap(pid);
+        observer_close(&o);
+        assert_int_equal(found, !in_pid_namespace);
+}
+
+/*
  * Kernels without what the BPF sampler needs (issue 13.3). No kernel of the
  * matrix (6.1, 6.12, 6.18) lacks any of it, so these take the features away
  * (WakeSourceOptions.kernel_features) and check the fallback for real: the
@@ -767,6 +825,8 @@ int main(void) {
         }
         WakeSource *s;
         assert_int_equal(kernel_features_probe(NULL, NULL, &kernel_features), 0);
+        in_pid_namespace = pid_ns_is_initial(NULL) == 0;
+        print_message("in %s PID namespace\n", in_pid_namespace ? "a child" : "the initial");
         int r = wake_source_open(WAKE_SOURCE_BPF, NULL, &s, NULL);
         if (r < 0) {
                 printf("skipped: the BPF wake sampler does not load here: %s\n", strerror(-r));
@@ -791,6 +851,9 @@ int main(void) {
                 cmocka_unit_test_teardown(test_perf_tcp_pair, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_udp_pair, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_timer_wakeups_skipped, teardown_tracefs),
+                cmocka_unit_test_teardown(test_perf_mapped_pipe_pair, teardown_mapped),
+                cmocka_unit_test_teardown(test_perf_mapped_mix, teardown_mapped),
+                cmocka_unit_test_teardown(test_perf_unmapped_pipe_pair, teardown_mapped),
                 cmocka_unit_test_teardown(test_fallback_without_btf, teardown_tracefs),
                 cmocka_unit_test_teardown(test_fallback_without_tp_btf, teardown_tracefs),
                 cmocka_unit_test_teardown(test_fallback_without_task_iter, teardown_tracefs),
