@@ -350,6 +350,7 @@ class Placed:
     def __init__(self, args, profile):
         self.args, self.profile = args, profile
         self.proc = None
+        self.log_name = None  # kept as OUT/logs/NAME with --keep-logs
         self.dir = tempfile.mkdtemp(prefix="placed-bench-")
         self.journal = os.path.join(self.dir, "journal")
 
@@ -408,6 +409,9 @@ class Placed:
         if self.proc:
             subprocess.run([os.path.join(self.args.build, "placed"), "--restore", "--journal-dir",
                             self.journal], capture_output=True)
+            if self.args.keep_logs and self.log_name:
+                os.makedirs(os.path.join(self.args.out, "logs"), exist_ok=True)
+                shutil.copy(self.log.name, os.path.join(self.args.out, "logs", self.log_name))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -423,6 +427,8 @@ def run_one(args, config, workload, shared, rep=0):
     pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
     env = stock.Env(pin=pin, shared=shared)
     placed = Placed(args, config) if config not in ("kernel", "ceiling") else None
+    if placed:
+        placed.log_name = "%s-%s-rep%d.log" % (workload, config, rep + 1)
     try:
         if wl.setup:
             wl.setup(args, env)
@@ -742,6 +748,8 @@ def main():
                     help="placed's tick ([daemon] interval_ms of conf/placed.conf), for the packing target")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
+    ap.add_argument("--keep-logs", action="store_true",
+                    help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log")
     args = ap.parse_args()
     args.out = args.out or os.path.join(args.build, "bench")
     configs = args.configs.split(",")
