@@ -129,7 +129,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Save energy: pack groups onto few CPUs and LLCs, consolidate "
                                "at low load",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_overlap_pct = 50,
+                .pair_max_overlap_pct = 30,
                 .fanout_placement = SPREAD_PLACEMENT_PACK,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_PACK,
@@ -152,7 +152,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Default: pairs on one CPU when they fit, stable LLC homes for "
                                "groups, spread large fan-outs",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_overlap_pct = 50,
+                .pair_max_overlap_pct = 30,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_HOME,
@@ -175,7 +175,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Lowest latency: spread over idle LLCs, cap idle exit latency "
                                "where latency-critical groups run",
                 .pair_placement = PAIR_PLACEMENT_SAME_CORE,
-                .pair_max_overlap_pct = 50,
+                .pair_max_overlap_pct = 30,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 1,
                 .mesh_placement = SPREAD_PLACEMENT_SPREAD,

@@ -223,7 +223,7 @@ static void test_profile_defaults(void **state) {
         assert_int_equal(profile_defaults("power-first", &p), 0);
         assert_string_equal(p.name, "power-first");
         assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CPU);
-        assert_int_equal(p.pair_max_overlap_pct, 50);
+        assert_int_equal(p.pair_max_overlap_pct, 30);
         assert_int_equal(p.trial_keep_pct, 90); /* may trade a bounded loss for fewer busy CPUs */
         assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
         assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);

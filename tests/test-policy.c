@@ -280,11 +280,12 @@ static void test_pair_stream_left_alone(void **state) {
         Scenario s;
         Profile p = profile("balanced");
         scenario_init(&s, "topo-vm2", 0.0);
-        /* Both tasks ran at once for 0.6 of a CPU: a stream, not tried. */
-        Group *g = add_group(&s, GROUP_PAIR, 2, 1.6, NULL);
+        /* Both tasks ran at once for 0.49 of a CPU: a stream (iperf3 over
+         * loopback measured 1.49 CPUs' worth), not tried. */
+        Group *g = add_group(&s, GROUP_PAIR, 2, 1.49, NULL);
         Plan *plan = decide(&s, &p, NULL, SEC_NS);
         assert_false(pg_of(plan, g)->managed);
-        assert_non_null(strstr(pg_of(plan, g)->reason, "max_overlap_pct=50"));
+        assert_non_null(strstr(pg_of(plan, g)->reason, "max_overlap_pct=30"));
         plan_free(plan);
 
         /* 1.1 CPUs spread (a server and its client, say) is tried: what
@@ -412,7 +413,8 @@ static void test_trial_verdicts(void **state) {
  * which falls, and their wait for the CPU, which grows. Figures of the
  * rows: measured on the 2-CPU VM (redis-benchmark -c 32: 18.6k -> 21.7k
  * times on a CPU per second, 1.54 -> 1.0 CPUs' worth, wait 0.07 -> 0.5;
- * the pipe pair: 0.93 -> 1.0, wait 0 -> 0.44).
+ * the pipe pair: 0.93 -> 1.0, wait 0 -> 0.44). Busy pairs are tried when
+ * the overlap gate lets them (1.29 CPUs' worth, under max_overlap_pct=30).
  */
 typedef struct SqueezeCase {
         const char *what;
@@ -425,11 +427,11 @@ typedef struct SqueezeCase {
 
 static void test_trial_squeezed(void **state) {
         static const SqueezeCase cases[] = {
-                { "both busy: handoffs rise, run time drops", "balanced", 18600, 21700, 1.45, 1.00,
+                { "both busy: handoffs rise, run time drops", "balanced", 18600, 21700, 1.29, 1.00,
                   0.07, 0.50, TRIAL_REVERTED },
-                { "both busy, latency-first", "latency-first", 18600, 21700, 1.45, 1.00, 0.07, 0.50,
+                { "both busy, latency-first", "latency-first", 18600, 21700, 1.29, 1.00, 0.07, 0.50,
                   TRIAL_REVERTED },
-                { "both busy, power-first", "power-first", 18600, 21700, 1.45, 1.00, 0.07, 0.50,
+                { "both busy, power-first", "power-first", 18600, 21700, 1.29, 1.00, 0.07, 0.50,
                   TRIAL_REVERTED },
                 { "the lockstep pair: runs longer packed", "balanced", 90700, 147600, 0.93, 1.00,
                   0.00, 0.44, TRIAL_KEPT },
@@ -437,7 +439,7 @@ static void test_trial_squeezed(void **state) {
                   1.08, 1.00, 0.02, 0.30, TRIAL_KEPT },
                 { "a loss just within max_run_loss_pct", "balanced", 30000, 33000, 1.24, 1.00, 0.02,
                   0.30, TRIAL_KEPT },
-                { "less run time but less waiting: it got cheaper", "balanced", 30000, 33000, 1.45,
+                { "less run time but less waiting: it got cheaper", "balanced", 30000, 33000, 1.29,
                   1.00, 0.40, 0.10, TRIAL_KEPT },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
