@@ -463,6 +463,17 @@ static void test_trial_squeezed(void **state) {
                 assert_true(fabs(pg->trial.after_util - tc->after_util) < 1e-9);
                 assert_true(fabs(pg->trial.after_wait - tc->after_wait) < 1e-9);
                 assert_int_equal(pg->managed, tc->expect == TRIAL_KEPT);
+                /* The figures survive the plan's JSON (placectl snapshot, --plan). */
+                _cleanup_free_ char *json = NULL;
+                Plan *back = NULL;
+                assert_int_equal(plan_to_json(plan, &json), 0);
+                assert_int_equal(plan_from_json(json, &back), 0);
+                const PlanTrial *bt = &pg_of(back, g)->trial;
+                assert_true(fabs(bt->before_util - tc->before_util) < 1e-6);
+                assert_true(fabs(bt->before_wait - tc->before_wait) < 1e-6);
+                assert_true(fabs(bt->after_util - tc->after_util) < 1e-6);
+                assert_true(fabs(bt->after_wait - tc->after_wait) < 1e-6);
+                plan_free(back);
                 if (tc->expect == TRIAL_REVERTED) {
                         assert_non_null(strstr(pg->reason, "squeezed"));
                         /* Spread again, busy as before: not tried before its back-off. */
