@@ -129,7 +129,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Save energy: pack groups onto few CPUs and LLCs, consolidate "
                                "at low load",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_overlap_pct = 50,
+                .pair_max_overlap_pct = 30,
                 .fanout_placement = SPREAD_PLACEMENT_PACK,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_PACK,
@@ -144,6 +144,7 @@ static const Profile builtin_profiles[] = {
                 .min_gain_pct = 10,
                 .trial_ticks = 2,
                 .trial_keep_pct = 90,
+                .trial_max_run_loss_pct = 25,
                 .trial_backoff_ms = 30000,
         },
         {
@@ -151,7 +152,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Default: pairs on one CPU when they fit, stable LLC homes for "
                                "groups, spread large fan-outs",
                 .pair_placement = PAIR_PLACEMENT_SAME_CPU,
-                .pair_max_overlap_pct = 50,
+                .pair_max_overlap_pct = 30,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_HOME,
@@ -166,6 +167,7 @@ static const Profile builtin_profiles[] = {
                 .min_gain_pct = 5,
                 .trial_ticks = 2,
                 .trial_keep_pct = 100,
+                .trial_max_run_loss_pct = 25,
                 .trial_backoff_ms = 30000,
         },
         {
@@ -173,7 +175,7 @@ static const Profile builtin_profiles[] = {
                 .description = "Lowest latency: spread over idle LLCs, cap idle exit latency "
                                "where latency-critical groups run",
                 .pair_placement = PAIR_PLACEMENT_SAME_CORE,
-                .pair_max_overlap_pct = 50,
+                .pair_max_overlap_pct = 30,
                 .fanout_placement = SPREAD_PLACEMENT_SPREAD,
                 .fanout_min_workers = 1,
                 .mesh_placement = SPREAD_PLACEMENT_SPREAD,
@@ -188,6 +190,7 @@ static const Profile builtin_profiles[] = {
                 .min_gain_pct = 3,
                 .trial_ticks = 2,
                 .trial_keep_pct = 103,
+                .trial_max_run_loss_pct = 25,
                 .trial_backoff_ms = 30000,
         },
 };
@@ -526,6 +529,7 @@ static const ConfigItem profile_items[] = {
         ITEM_UINT("hysteresis", "min_gain_pct", Profile, min_gain_pct, 0, 100),
         ITEM_UINT("trial", "ticks", Profile, trial_ticks, 1, 60),
         ITEM_UINT("trial", "keep_pct", Profile, trial_keep_pct, 1, 1000),
+        ITEM_UINT("trial", "max_run_loss_pct", Profile, trial_max_run_loss_pct, 0, 10000),
         ITEM_UINT("trial", "backoff_ms", Profile, trial_backoff_ms, 0, 86400000),
 };
 

@@ -87,9 +87,11 @@ typedef struct Profile {
         unsigned min_gain_pct; /* change only when the estimated gain passes this */
 
         /* [trial]: a new placement is measured before it is kept */
-        unsigned trial_ticks;      /* measured ticks before the verdict */
-        unsigned trial_keep_pct;   /* keep when progress placed >= this % of progress before */
-        unsigned trial_backoff_ms; /* not tried again this long after a revert (doubling) */
+        unsigned trial_ticks;    /* measured ticks before the verdict */
+        unsigned trial_keep_pct; /* keep when progress placed >= this % of progress before */
+        unsigned trial_max_run_loss_pct; /* hand back when its run time fell by more than this
+                                            % of a CPU placed, while it waited more */
+        unsigned trial_backoff_ms;       /* not tried again this long after a revert (doubling) */
 } Profile;
 
 typedef enum WakeSourceKind {

@@ -45,6 +45,10 @@ static json_object *trial_to_json(const PlanTrial *t) {
         json_object_object_add(o, "after_rate", json_object_new_double(t->after_rate));
         json_object_object_add(o, "after_delay_us", json_object_new_double(t->after_delay_us));
         json_object_object_add(o, "after_ticks", json_object_new_int((int)t->after_ticks));
+        json_object_object_add(o, "before_util", json_object_new_double(t->before_util));
+        json_object_object_add(o, "before_wait", json_object_new_double(t->before_wait));
+        json_object_object_add(o, "after_util", json_object_new_double(t->after_util));
+        json_object_object_add(o, "after_wait", json_object_new_double(t->after_wait));
         json_object_object_add(o, "reverts", json_object_new_int((int)t->reverts));
         json_object_object_add(o, "retry_ns", json_object_new_uint64(t->retry_ns));
         return o;
@@ -173,6 +177,10 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         t->before_delay_us = get_double(tr, "before_delay_us");
         t->after_rate = get_double(tr, "after_rate");
         t->after_delay_us = get_double(tr, "after_delay_us");
+        t->before_util = get_double(tr, "before_util");
+        t->before_wait = get_double(tr, "before_wait");
+        t->after_util = get_double(tr, "after_util");
+        t->after_wait = get_double(tr, "after_wait");
         if (get_u64(tr, "before_ticks", &n) == 0)
                 t->before_ticks = (unsigned)MIN(n, (uint64_t)UINT32_MAX);
         if (get_u64(tr, "after_ticks", &n) == 0)

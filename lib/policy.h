@@ -32,7 +32,9 @@
  *                             "trial": { "verdict": "kept", "before_rate": 1.0,
  *                                        "before_delay_us": 1.0, "before_ticks": N,
  *                                        "after_rate": 1.0, "after_delay_us": 1.0,
- *                                        "after_ticks": N, "reverts": N,
+ *                                        "after_ticks": N, "before_util": 1.0,
+ *                                        "before_wait": 1.0, "after_util": 1.0,
+ *                                        "after_wait": 1.0, "reverts": N,
  *                                        "retry_ns": N } }, ... ],
  *               "slices": { "system.slice": "0-7", "user.slice": "0-7",
  *                           "machine.slice": "0-7" },      // "" = not confined
@@ -90,7 +92,9 @@ typedef enum PlanSlice {
  * its progress (handoffs per second between its members) and its run-queue
  * delay while the kernel alone placed it, then over [trial] ticks measured
  * ticks placed. It is kept when progress is at least [trial] keep_pct of
- * before and it did not start waiting for CPUs past the run-queue budget;
+ * before, it did not start waiting for CPUs past the run-queue budget, and
+ * its tasks did not lose more than [trial] max_run_loss_pct of a CPU of run
+ * time while waiting more (two busy tasks squeezed onto one CPU);
  * otherwise it is reverted and not tried again before retry_ns, a back-off
  * that doubles with each revert in a row (up to 16 times [trial]
  * backoff_ms).
@@ -111,6 +115,10 @@ typedef struct PlanTrial {
         double after_rate; /* handoffs/s placed, mean over the trial's ticks */
         double after_delay_us;
         unsigned after_ticks;
+        double before_util; /* CPUs' worth of run time left to the kernel (as before_rate) */
+        double before_wait; /* CPUs' worth of run-queue wait then */
+        double after_util;  /* the same placed, means over the trial's ticks */
+        double after_wait;
         unsigned reverts;  /* in a row: each doubles the back-off */
         uint64_t retry_ns; /* after a revert: not tried again before this */
 } PlanTrial;

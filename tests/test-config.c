@@ -143,6 +143,7 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
         assert_int_equal(a->pair_max_overlap_pct, b->pair_max_overlap_pct);
         assert_int_equal(a->trial_ticks, b->trial_ticks);
         assert_int_equal(a->trial_keep_pct, b->trial_keep_pct);
+        assert_int_equal(a->trial_max_run_loss_pct, b->trial_max_run_loss_pct);
         assert_int_equal(a->trial_backoff_ms, b->trial_backoff_ms);
         assert_int_equal(a->fanout_placement, b->fanout_placement);
         assert_int_equal(a->fanout_min_workers, b->fanout_min_workers);
@@ -222,7 +223,7 @@ static void test_profile_defaults(void **state) {
         assert_int_equal(profile_defaults("power-first", &p), 0);
         assert_string_equal(p.name, "power-first");
         assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CPU);
-        assert_int_equal(p.pair_max_overlap_pct, 50);
+        assert_int_equal(p.pair_max_overlap_pct, 30);
         assert_int_equal(p.trial_keep_pct, 90); /* may trade a bounded loss for fewer busy CPUs */
         assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
         assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);
@@ -338,6 +339,7 @@ static void test_shipped_files_uncommented(void **state) {
                                                     "max_overlap_pct",
                                                     "ticks",
                                                     "keep_pct",
+                                                    "max_run_loss_pct",
                                                     "backoff_ms",
                                                     "min_workers",
                                                     "llc_headroom_pct",
@@ -559,6 +561,8 @@ static const ErrorCase error_cases[] = {
           "invalid [pair] max_util_pct \"0\": out of range 1..100" },
         { "bad trial key", "profile", "[trial]\nkeep_pct = 0\n", -EINVAL, 2,
           "invalid [trial] keep_pct \"0\": out of range 1..1000" },
+        { "bad run loss", "profile", "[trial]\nmax_run_loss_pct = 10001\n", -EINVAL, 2,
+          "invalid [trial] max_run_loss_pct \"10001\": out of range 0..10000" },
         { "bad placement", "profile", "[mesh]\nplacement = diagonal\n", -EINVAL, 2,
           "expected one of none, pack, home, spread" },
         { "bad idle constraint", "profile", "[idle]\nconstraint = always\n", -EINVAL, 2,

@@ -350,6 +350,7 @@ class Placed:
     def __init__(self, args, profile):
         self.args, self.profile = args, profile
         self.proc = None
+        self.log_name = None  # kept as OUT/logs/NAME with --keep-logs
         self.dir = tempfile.mkdtemp(prefix="placed-bench-")
         self.journal = os.path.join(self.dir, "journal")
 
@@ -380,11 +381,14 @@ class Placed:
             raise RuntimeError("placed (%s) exited during the run, status %d:\n%s" % (
                 self.profile, self.proc.returncode, open(self.log.name).read()[-3000:]))
 
-    def usage(self):
+    def cpu_s(self):
+        """placed's CPU time so far, seconds."""
         with open("/proc/%d/stat" % self.proc.pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        cpu_s = (int(fields[11]) + int(fields[12])) / ticks
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def usage(self):
+        cpu_s = self.cpu_s()
         hwm = 0
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
@@ -408,6 +412,9 @@ class Placed:
         if self.proc:
             subprocess.run([os.path.join(self.args.build, "placed"), "--restore", "--journal-dir",
                             self.journal], capture_output=True)
+            if self.args.keep_logs and self.log_name:
+                os.makedirs(os.path.join(self.args.out, "logs"), exist_ok=True)
+                shutil.copy(self.log.name, os.path.join(self.args.out, "logs", self.log_name))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -423,15 +430,19 @@ def run_one(args, config, workload, shared, rep=0):
     pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
     env = stock.Env(pin=pin, shared=shared)
     placed = Placed(args, config) if config not in ("kernel", "ceiling") else None
+    if placed:
+        placed.log_name = "%s-%s-rep%d.log" % (workload, config, rep + 1)
     try:
         if wl.setup:
             wl.setup(args, env)
         if placed:
             placed.start()
         foreign0 = foreign_cpu()
+        placed_cpu0 = placed.cpu_s() if placed else 0.0
         stat0, idle0, t0 = read_stat(), read_idle(), time.time()
         res = wl.run(args, env)
         secs = time.time() - t0
+        placed_cpu1 = placed.cpu_s() if placed else 0.0
         res.update(system_figures(stat0, read_stat(), idle0, read_idle(), secs))
         res["foreign_cpus"] = round(foreign_load(foreign0, foreign_cpu(), secs), 3)
         res["wall_s"] = round(secs, 3)
@@ -442,7 +453,10 @@ def run_one(args, config, workload, shared, rep=0):
         if placed:
             placed.check_alive()
             res.update(placed.usage())
-            res["placed_cpu_pct_of_machine"] = round(100 * res["placed_cpu_s"] / (secs * NCPU), 3)
+            # During the workload only: its start (loading the BPF sampler)
+            # comes before and is not the workload's cost.
+            res["placed_cpu_pct_of_machine"] = round(
+                100 * (placed_cpu1 - placed_cpu0) / (secs * NCPU), 3)
         return res
     finally:
         if placed:
@@ -742,6 +756,8 @@ def main():
                     help="placed's tick ([daemon] interval_ms of conf/placed.conf), for the packing target")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
+    ap.add_argument("--keep-logs", action="store_true",
+                    help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log")
     args = ap.parse_args()
     args.out = args.out or os.path.join(args.build, "bench")
     configs = args.configs.split(",")
