@@ -256,15 +256,17 @@ textfile_advanced() { [ "$(textfile_ticks)" -gt "$1" ]; }
 check_textfile_links() {
     echo precious >"$T/victim"
     chmod 600 "$T/victim"
-    ln -s "$T/victim" "$prom_dir/.placed.prom.tmp"
+    # planted by rename(2), as placed may be writing either name at the moment
+    ln -s "$T/victim" "$prom_dir/plant"
+    mv -T "$prom_dir/plant" "$prom_dir/.placed.prom.tmp"
     local t
     t=$(textfile_ticks)
     wait_for 3 textfile_advanced "$t" || fail "textfile not written after a link was planted at its temporary name"
     [ "$(cat "$T/victim")" = precious ] || fail "placed wrote through the link at the temporary name"
     [ ! -L "$prom_dir/.placed.prom.tmp" ] || fail "the planted link is still there"
     # a link at the path itself is replaced, not written through
-    rm -f "$textfile"
-    ln -s "$T/victim" "$textfile"
+    ln -s "$T/victim" "$prom_dir/plant"
+    mv -T "$prom_dir/plant" "$textfile"
     wait_for 3 test -f "$textfile" -a ! -L "$textfile" || fail "the link at the textfile's path stayed"
     [ "$(cat "$T/victim")" = precious ] || fail "placed wrote through the link at the textfile's path"
     ok "links planted at the temporary name and at the path are not followed"
