@@ -93,6 +93,7 @@ run_env() {
     echo "PLACED_MATRIX_TESTS='$tests'"
     [ "$1" = guest ] || return 0
     echo "PLACED_MATRIX_NEED_IDLE=${2:-0}"
+    echo "PLACED_MATRIX_RETRY=1"
     echo "PLACED_TEST_TIME_SCALE='$time_scale'"
     echo "PLACED_LIVE_STEPS='$live_steps'"
     echo "PLACED_TEST_SKIP='$skip_tests'"
@@ -157,6 +158,13 @@ report() {
         done < <(grep '^FAIL' "$res/results")
         echo "    logs: $res/logs"
     fi
+    # A test that failed once and was tried again (run-set.sh): what failed
+    # the first time, so that a flaky test shows even when the kernel passes.
+    while read -r line; do
+        echo "    $line (failed once; its second try is counted)"
+        name=$(echo "$line" | awk '{ print $2 }')
+        fail_excerpt "$res" "$name.first-try" | sed 's/^/      | /'
+    done < <(grep '^RETRY' "$res/results" 2>/dev/null)
     if [ -n "$bad" ]; then
         failed_any=1
         echo "    the kernel complained (console: $res/console.log):"
