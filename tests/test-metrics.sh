@@ -227,7 +227,7 @@ check_pair_and_reload() {
     [ "$(value "$T/r.txt" placed_reloads_total)" = 1 ] || fail "placed_reloads_total: $(grep reloads "$T/r.txt")"
     ge "$(value "$T/r.txt" placed_placement_changes_total)" "$changes" || fail "placement changes went down on reload"
     ge "$(value "$T/r.txt" placed_trials_started_total)" "$trials" || fail "trials went down on reload"
-    gt "$(value "$T/r.txt" placed_ticks_total)" "$ticks" || fail "ticks went down on reload"
+    ge "$(value "$T/r.txt" placed_ticks_total)" "$ticks" || fail "ticks went down on reload"
     ok "a pipe pair: pair group placed (advised), $changes placement changes, $trials trials; counters kept across a reload"
 }
 
