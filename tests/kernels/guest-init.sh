@@ -43,15 +43,18 @@ mount --bind "$res/logs" "$PLACED_BUILD/tests/logs" || { say "cannot bind the lo
 # when it goes from one probe to two and back (its static call); when
 # bpf_stats and the cpuset key go from off to on and back. So, while CPU 0
 # runs alone (maxcpus=1 on the command line), every tracepoint the samplers
-# attach to (the BPF sampler: sched_waking, the softirq, hard-IRQ and
-# hrtimer expiry events; the perf sampler: sched_waking) gets two probes
+# attach to (the BPF sampler: sched_waking, the hard-IRQ, hrtimer and
+# timer wheel expiry events; the perf sampler: sched_waking, and
+# sched_switch inside a PID namespace or when a test forces its PID map;
+# the softirq events of older samplers) gets two probes
 # that stay, as events of two ftrace instances that record nothing
 # (tracing_on 0): a test's attach and detach then only moves the count
 # between two and more, which patches nothing. bpf_stats stays on, and a
 # cpuset cgroup stays.
 tracing=/sys/kernel/tracing
-keep_events="sched/sched_waking irq/softirq_entry irq/softirq_exit irq/irq_handler_entry
-    irq/irq_handler_exit timer/hrtimer_expire_entry timer/hrtimer_expire_exit"
+keep_events="sched/sched_waking sched/sched_switch irq/softirq_entry irq/softirq_exit
+    irq/irq_handler_entry irq/irq_handler_exit timer/hrtimer_expire_entry
+    timer/hrtimer_expire_exit timer/timer_expire_entry timer/timer_expire_exit"
 for inst in placed-keep-1 placed-keep-2; do
     mkdir -p "$tracing/instances/$inst" && echo 0 >"$tracing/instances/$inst/tracing_on" ||
         { say "cannot create the tracing instance $inst"; continue; }
