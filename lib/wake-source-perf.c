@@ -316,6 +316,21 @@ static pid_t perf_sample_wakee(const PerfSource *s, int32_t global, const char *
         return s->pid_map ? wake_pid_map_lookup(s->pid_map, global, comm) : global;
 }
 
+/*
+ * A task's PID and comm from a tracepoint's raw record of raw_size bytes, at
+ * the offsets its format gives (sched_waking's pid and comm, sched_switch's
+ * prev_pid and prev_comm). Return: false if the record is too short.
+ */
+static bool perf_raw_task(const char *raw, uint32_t raw_size, unsigned pid_offset,
+                          unsigned comm_offset, int32_t *ret_pid, char ret_comm[WAKE_COMM_LEN]) {
+        if (raw_size < pid_offset + sizeof(*ret_pid) || raw_size < comm_offset + WAKE_COMM_LEN)
+                return false;
+        memcpy(ret_pid, raw + pid_offset, sizeof(*ret_pid));
+        memcpy(ret_comm, raw + comm_offset, WAKE_COMM_LEN);
+        ret_comm[WAKE_COMM_LEN - 1] = 0;
+        return true;
+}
+
 static int perf_take_sample(PerfSource *s, WakeBatch *b, const char *rec, size_t size) {
         struct {
                 uint32_t pid, tid;
@@ -326,15 +341,11 @@ static int perf_take_sample(PerfSource *s, WakeBatch *b, const char *rec, size_t
                 return 0;
         memcpy(&h, rec + sizeof(struct perf_event_header), sizeof(h));
         const char *raw = rec + sizeof(struct perf_event_header) + sizeof(h);
-        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
-            h.raw_size < s->pid_offset + 4 || h.raw_size < s->comm_offset + WAKE_COMM_LEN)
-                return 0;
-
         int32_t global;
         char comm[WAKE_COMM_LEN];
-        memcpy(&global, raw + s->pid_offset, sizeof(global));
-        memcpy(comm, raw + s->comm_offset, sizeof(comm));
-        comm[WAKE_COMM_LEN - 1] = 0;
+        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
+            !perf_raw_task(raw, h.raw_size, s->pid_offset, s->comm_offset, &global, comm))
+                return 0;
         pid_t wakee = perf_sample_wakee(s, global, comm);
         bool softirq = false;
         int r = wakee > 0 ? perf_sample_waker(s, (uint8_t)raw[s->flags_offset], (pid_t)h.tid,
@@ -360,14 +371,11 @@ static int perf_take_switch(PerfSource *s, const char *rec, size_t size) {
                 return 0;
         memcpy(&h, rec + sizeof(struct perf_event_header), sizeof(h));
         const char *raw = rec + sizeof(struct perf_event_header) + sizeof(h);
-        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
-            h.raw_size < s->prev_pid_offset + 4 || h.raw_size < s->prev_comm_offset + WAKE_COMM_LEN)
-                return 0;
         int32_t global;
         char comm[WAKE_COMM_LEN];
-        memcpy(&global, raw + s->prev_pid_offset, sizeof(global));
-        memcpy(comm, raw + s->prev_comm_offset, sizeof(comm));
-        comm[WAKE_COMM_LEN - 1] = 0;
+        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
+            !perf_raw_task(raw, h.raw_size, s->prev_pid_offset, s->prev_comm_offset, &global, comm))
+                return 0;
         if ((int32_t)h.tid <= 0 || global <= 0)
                 return 0; /* outside placed's namespace, or idle */
         return wake_pid_map_learn(s->pid_map, global, (pid_t)h.tid, comm);
