@@ -16,7 +16,7 @@
 #   4. "apt-get install ./placed_*.deb": enabled, active, placectl status
 #      works over the system bus, an unprivileged caller is refused a change
 #      (the packaged bus policy and polkit actions), placed packs the pair
-#      where it can see it (not inside a PID namespace, see below);
+#      (inside the namespace's PID namespace, as in a container);
 #   5. the upgrade: the service restarted (new MainPID and start time), the
 #      old one restored what it changed (ExecStopPost), it runs the new version;
 #   6. "apt-get remove": stopped, the pair has all CPUs again, /run/placed is
@@ -219,6 +219,18 @@ apt_ns() {
         --no-install-recommends "$@"
 }
 unit() { in_ns systemctl show -p "$1" --value placed; }
+# log_count PATTERN: lines of placed's log (this boot of the namespace) matching PATTERN.
+log_count() { in_ns journalctl -u placed --no-pager -o cat | grep -c "$1" || true; }
+placing_pair='^Placing pair group [0-9]* (2 tasks, first sched-pipe/'
+# placed_pair_within SECONDS BEFORE: placed's log tells of more than BEFORE
+# placements of the pipe pair within SECONDS (its ticks are 1 s).
+placed_pair_within() {
+    for _ in $(seq $(($1 * 10))); do
+        [ "$(log_count "$placing_pair")" -gt "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 
 # --- 4. install
 apt_ns install "$deb" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "apt-get install $deb"; }
@@ -240,29 +252,22 @@ in_ns setpriv --reuid nobody --regid nogroup --clear-groups placectl profile pow
 # The package's version (debian/changelog) is the program's (VERSION in the Makefile).
 [ "$(in_ns placed --version)" = "placed ${version%%[-+~]*}" ] ||
     fail "placed --version says '$(in_ns placed --version)', the package is $version"
-# Inside a PID namespace placed may not see the pair: its wake sampler
-# reports the kernel's global TIDs, and the namespace's /proc knows other
-# numbers. Where it packs the pair, the steps below check it is put back;
-# where it does not, they check that nothing is left changed all the same.
-if packs_within 5; then
-    packed=yes
-    what="pair packed on CPU $(in_ns_allowed "$pair")"
-else
-    packed=no
-    what="pair not packed in the PID namespace (placed sees global TIDs), left on $(pair_affinity)"
-    [ "$(pair_affinity)" = "$all $all" ] || fail "install: the pair has $(pair_affinity)"
-fi
+# placed runs in a PID namespace here, as in a container: its samplers report
+# the namespace's TIDs (README), so it finds the pair and places it. Whether
+# it keeps it packed is the trial's verdict (where the kernel already runs the
+# pair as fast, it hands it back), so what is checked is that it placed it,
+# and below that whatever it changed is put back.
+placed_pair_within 20 0 ||
+    { in_ns journalctl -u placed --no-pager -o cat | tail -20; fail "install: placed did not place the pair within 20 s: $(pair_affinity)"; }
+what="placed the pair: $(in_ns journalctl -u placed --no-pager -o cat | grep "$placing_pair" | tail -n 1)"
 pid1=$(unit MainPID)
 start1=$(unit ExecMainStartTimestampMonotonic)
 ok "apt-get install ./$(basename "$deb"): enabled, active (MainPID $pid1), placectl status works, nobody is denied changes; $what"
 
 # --- 5. upgrade: dh_installsystemd restarts the service
-# log_count PATTERN: lines of placed's log (this boot of the namespace) matching PATTERN.
-log_count() { in_ns journalctl -u placed --no-pager -o cat | grep -c "$1" || true; }
-clean_stop='^Restored [1-9][0-9]* values'
 stop_post='^Undo journal ".*": [0-9]* entries\|^No undo journal .*nothing to restore'
-stops_before=$(log_count "$clean_stop")
 posts_before=$(log_count "$stop_post")
+placings_before=$(log_count "$placing_pair")
 apt_ns install "$new_deb" >"$work/upgrade.log" 2>&1 || { cat "$work/upgrade.log"; fail "apt-get install $new_deb"; }
 [ "$(dpkg-query -W -f='${Version} ${Status}' placed)" = "$new_version install ok installed" ] ||
     fail "after the upgrade: $(dpkg-query -W -f='${Version} ${Status}' placed)"
@@ -271,20 +276,15 @@ pid2=$(unit MainPID)
 start2=$(unit ExecMainStartTimestampMonotonic)
 [ "$pid2" != "$pid1" ] && [ "$start2" -gt "$start1" ] ||
     fail "the upgrade did not restart placed (MainPID $pid1 -> $pid2, start $start1 -> $start2)"
-# The old placed put the pair back as it stopped, then ExecStopPost replayed
-# what was left in the journal (nothing, after a clean stop).
-if [ $packed = yes ]; then
-    [ "$(log_count "$clean_stop")" -gt "$stops_before" ] ||
-        { in_ns journalctl -u placed --no-pager -o cat | tail -20; fail "the old placed did not restore the pair when the upgrade stopped it"; }
-fi
+# The old placed put back what it held as it stopped, so ExecStopPost found
+# nothing left in the journal to replay.
 [ "$(log_count "$stop_post")" -gt "$posts_before" ] ||
     { in_ns journalctl -u placed --no-pager -o cat | tail -20; fail "ExecStopPost (placed --restore) did not run on the upgrade"; }
+in_ns journalctl -u placed --no-pager -o cat | grep "$stop_post" | tail -n 1 | grep -q ': 0 entries\|nothing to restore' ||
+    { in_ns journalctl -u placed --no-pager -o cat | tail -20; fail "the old placed left changes for ExecStopPost to restore"; }
 in_ns placectl status >"$work/status" 2>&1 || { cat "$work/status"; fail "placectl status after the upgrade"; }
-if [ $packed = yes ]; then
-    packs_within 10 || fail "upgrade: the new placed did not pack the pair again: $(pair_affinity)"
-else
-    restored "upgrade"
-fi
+placed_pair_within 20 "$placings_before" ||
+    { in_ns journalctl -u placed --no-pager -o cat | tail -20; fail "upgrade: the new placed did not place the pair again: $(pair_affinity)"; }
 ok "upgrade to $new_version: restarted (MainPID $pid1 -> $pid2); ExecStopPost: $(in_ns journalctl -u placed --no-pager -o cat | grep "$stop_post" | tail -n 1)"
 
 # --- 6. remove: stopped, everything restored, configuration kept
