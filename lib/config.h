@@ -87,8 +87,9 @@ typedef struct Profile {
         unsigned min_gain_pct; /* change only when the estimated gain passes this */
 
         /* [trial]: a new placement is measured before it is kept */
-        unsigned trial_ticks;    /* measured ticks before the verdict */
-        unsigned trial_keep_pct; /* keep when progress placed >= this % of progress before */
+        unsigned trial_ticks;     /* measured ticks before the verdict */
+        unsigned trial_max_ticks; /* ... and at most, while the figures are within noise */
+        unsigned trial_keep_pct;  /* keep when progress placed >= this % of progress before */
         unsigned trial_max_run_loss_pct; /* hand back when its run time fell by more than this
                                             % of a CPU placed, while it waited more */
         unsigned trial_backoff_ms;       /* not tried again this long after a revert (doubling) */

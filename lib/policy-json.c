@@ -49,6 +49,9 @@ static json_object *trial_to_json(const PlanTrial *t) {
         json_object_object_add(o, "before_wait", json_object_new_double(t->before_wait));
         json_object_object_add(o, "after_util", json_object_new_double(t->after_util));
         json_object_object_add(o, "after_wait", json_object_new_double(t->after_wait));
+        json_object_object_add(o, "before_rate_sd", json_object_new_double(t->before_rate_sd));
+        json_object_object_add(o, "after_rate_sd", json_object_new_double(t->after_rate_sd));
+        json_object_object_add(o, "within_noise", json_object_new_boolean(t->within_noise));
         json_object_object_add(o, "reverts", json_object_new_int((int)t->reverts));
         json_object_object_add(o, "retry_ns", json_object_new_uint64(t->retry_ns));
         return o;
@@ -181,6 +184,11 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         t->before_wait = get_double(tr, "before_wait");
         t->after_util = get_double(tr, "after_util");
         t->after_wait = get_double(tr, "after_wait");
+        t->before_rate_sd = get_double(tr, "before_rate_sd");
+        t->after_rate_sd = get_double(tr, "after_rate_sd");
+        json_object *wn;
+        t->within_noise =
+                json_object_object_get_ex(tr, "within_noise", &wn) && json_object_get_boolean(wn);
         if (get_u64(tr, "before_ticks", &n) == 0)
                 t->before_ticks = (unsigned)MIN(n, (uint64_t)UINT32_MAX);
         if (get_u64(tr, "after_ticks", &n) == 0)

@@ -17,8 +17,18 @@
  * pair packed runs as long as before or longer (0.93 -> 1.0 for the pipe
  * pair), or a few percent less (what packing saves), so [trial]
  * max_run_loss_pct of a CPU lost while waiting more hands a placement back.
+ *
+ * Progress is judged against its own noise. On the 2-CPU VM a pipe pair's
+ * ticks left to the kernel ranged 95k-135k handoffs/s from one run to the
+ * next (the kernel packs it now and then by itself), and one disturbed tick
+ * placed took a two-tick mean 14% below the spread figure although packed
+ * it runs about 1.1-1.6x faster. So a difference within two standard errors
+ * (from the ticks' deviations) is no verdict yet: the trial measures on, up
+ * to [trial] max_ticks, and what is still within noise then counts as no
+ * change (see PlanTrial in policy.h).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,6 +45,26 @@ static double recent_mean(double mean, unsigned n, double x) {
         return n ? (mean + x) / 2 : x;
 }
 
+/* Its weights (1/2, 1/4, ...) make it as good as about 3 figures, no more. */
+#define RECENT_MEAN_MAX_N 3u
+
+/* Return: the standard deviation of mean's figures after x joins them,
+ * given the mean before (mean) and after (mean_new) and their old sd. */
+static double sd_step(double sd, double mean, double mean_new, double x, unsigned n, bool recent) {
+        double sq = sd * sd + mean * mean; /* the mean of the squares before */
+        sq = recent ? recent_mean(sq, n, x * x) : (sq * n + x * x) / (n + 1);
+        double var = sq - mean_new * mean_new;
+        return var > 0 && isfinite(var) ? sqrt(var) : 0;
+}
+
+/* Return: the standard error of after - before, from the ticks' deviations. */
+static double trial_noise(const PlanTrial *t) {
+        double nb = MIN(MAX(t->before_ticks, 1u), RECENT_MEAN_MAX_N);
+        double na = MAX(t->after_ticks, 1u);
+        return sqrt(t->before_rate_sd * t->before_rate_sd / nb +
+                    t->after_rate_sd * t->after_rate_sd / na);
+}
+
 /* See policy-internal.h. */
 void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const PlanGroup *prev,
                 PlanGroup *pg) {
@@ -48,7 +78,10 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                 return;
         }
         if (!was) {
-                t.before_rate = recent_mean(t.before_rate, t.before_ticks, g->handoff_rate);
+                double rate = recent_mean(t.before_rate, t.before_ticks, g->handoff_rate);
+                t.before_rate_sd = sd_step(t.before_rate_sd, t.before_rate, rate, g->handoff_rate,
+                                           t.before_ticks, true);
+                t.before_rate = rate;
                 t.before_delay_us = recent_mean(t.before_delay_us, t.before_ticks, delay);
                 t.before_util = recent_mean(t.before_util, t.before_ticks, g->util);
                 t.before_wait = recent_mean(t.before_wait, t.before_ticks, g->runq_wait);
@@ -56,15 +89,18 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                 if (pg->managed && t.verdict == TRIAL_REVERTED && in->now_ns < t.retry_ns) {
                         policy_set_reason(
                                 pg,
-                                "%s: placed, it did worse (%.0f -> %.0f handoffs/s, ran %.2f -> "
+                                "%s: placed, it %s (%.0f -> %.0f handoffs/s, ran %.2f -> "
                                 "%.2f CPUs); not tried again for %" PRIu64 " s after that",
-                                cls, t.before_rate, t.after_rate, t.before_util, t.after_util,
+                                cls, t.within_noise ? "gained nothing measurable" : "did worse",
+                                t.before_rate, t.after_rate, t.before_util, t.after_util,
                                 (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
                         policy_leave(pg);
                 } else if (pg->managed) {
                         t.verdict = TRIAL_RUNNING;
                         t.after_rate = t.after_delay_us = t.after_util = t.after_wait = 0;
+                        t.after_rate_sd = 0;
                         t.after_ticks = 0;
+                        t.within_noise = false;
                 }
                 pg->trial = t;
                 return;
@@ -74,19 +110,31 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
         } else if (t.verdict == TRIAL_RUNNING && in->advise) {
                 ; /* nothing applied: nothing to measure */
         } else if (t.verdict == TRIAL_RUNNING) {
-                t.after_rate =
+                double rate =
                         (t.after_rate * t.after_ticks + g->handoff_rate) / (t.after_ticks + 1);
+                t.after_rate_sd = sd_step(t.after_rate_sd, t.after_rate, rate, g->handoff_rate,
+                                          t.after_ticks, false);
+                t.after_rate = rate;
                 t.after_delay_us = (t.after_delay_us * t.after_ticks + delay) / (t.after_ticks + 1);
                 t.after_util = (t.after_util * t.after_ticks + g->util) / (t.after_ticks + 1);
                 t.after_wait = (t.after_wait * t.after_ticks + g->runq_wait) / (t.after_ticks + 1);
                 t.after_ticks++;
         }
         if (t.verdict == TRIAL_RUNNING && t.after_ticks >= p->trial_ticks) {
-                bool slower = t.after_rate * 100 < t.before_rate * p->trial_keep_pct;
+                /* Progress against keep_pct of before, in standard errors. */
+                double diff = t.after_rate - t.before_rate * p->trial_keep_pct / 100.0;
+                bool clear = fabs(diff) >= 2 * trial_noise(&t);
+                bool last = t.after_ticks >= MAX(p->trial_max_ticks, p->trial_ticks);
+                bool slower = clear ? diff < 0 : p->trial_keep_pct > 100;
                 bool waits = t.after_delay_us > p->runq_delay_budget_us &&
                              t.after_delay_us > t.before_delay_us;
                 bool squeezed = (t.before_util - t.after_util) * 100 > p->trial_max_run_loss_pct &&
                                 t.after_wait > t.before_wait;
+                if (!clear && !last && !waits && !squeezed) {
+                        pg->trial = t; /* within noise: measure on */
+                        return;
+                }
+                t.within_noise = !clear && !waits && !squeezed;
                 if (slower || waits || squeezed) {
                         t.verdict = TRIAL_REVERTED;
                         t.reverts++;
@@ -103,14 +151,25 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                                         cls, t.before_util, t.after_util, t.before_wait,
                                         t.after_wait, p->trial_max_run_loss_pct,
                                         (uint64_t)(backoff / 1000000000ULL));
+                        else if (t.within_noise)
+                                policy_set_reason(
+                                        pg,
+                                        "%s: placed, no gain measured (%.0f -> %.0f handoffs/s, "
+                                        "within noise of +-%.0f after %u ticks; keep_pct=%u%% "
+                                        "wants a gain); handed back, not tried again for %" PRIu64
+                                        " s",
+                                        cls, t.before_rate, t.after_rate, trial_noise(&t),
+                                        t.after_ticks, p->trial_keep_pct,
+                                        (uint64_t)(backoff / 1000000000ULL));
                         else
                                 policy_set_reason(
                                         pg,
                                         "%s: placed, it did worse (%.0f -> %.0f handoffs/s, "
-                                        "run-queue delay %.0f -> %.0f us); handed back, not "
-                                        "tried again for %" PRIu64 " s",
+                                        "run-queue delay %.0f -> %.0f us; noise +-%.0f); handed "
+                                        "back, not tried again for %" PRIu64 " s",
                                         cls, t.before_rate, t.after_rate, t.before_delay_us,
-                                        t.after_delay_us, (uint64_t)(backoff / 1000000000ULL));
+                                        t.after_delay_us, trial_noise(&t),
+                                        (uint64_t)(backoff / 1000000000ULL));
                         policy_leave(pg);
                 } else {
                         t.verdict = TRIAL_KEPT;

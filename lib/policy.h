@@ -34,7 +34,9 @@
  *                                        "after_rate": 1.0, "after_delay_us": 1.0,
  *                                        "after_ticks": N, "before_util": 1.0,
  *                                        "before_wait": 1.0, "after_util": 1.0,
- *                                        "after_wait": 1.0, "reverts": N,
+ *                                        "after_wait": 1.0, "before_rate_sd": 1.0,
+ *                                        "after_rate_sd": 1.0, "within_noise": false,
+ *                                        "reverts": N,
  *                                        "retry_ns": N } }, ... ],
  *               "slices": { "system.slice": "0-7", "user.slice": "0-7",
  *                           "machine.slice": "0-7" },      // "" = not confined
@@ -98,6 +100,14 @@ typedef enum PlanSlice {
  * otherwise it is reverted and not tried again before retry_ns, a back-off
  * that doubles with each revert in a row (up to 16 times [trial]
  * backoff_ms).
+ *
+ * Progress is noisy tick to tick (a VM's host, other work), so it is judged
+ * against its noise: while progress placed is within two standard errors of
+ * keep_pct of before (the figures' tick-to-tick deviations), the trial goes
+ * on, up to [trial] max_ticks. Still within noise then, no change was
+ * measured: kept where keep_pct <= 100 (it loses nothing measurable, and the
+ * placement is what the profile asks for), reverted where keep_pct > 100
+ * (the profile wants a gain it did not show); within_noise says so.
  */
 typedef enum TrialVerdict {
         TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
@@ -119,8 +129,11 @@ typedef struct PlanTrial {
         double before_wait; /* CPUs' worth of run-queue wait then */
         double after_util;  /* the same placed, means over the trial's ticks */
         double after_wait;
-        unsigned reverts;  /* in a row: each doubles the back-off */
-        uint64_t retry_ns; /* after a revert: not tried again before this */
+        double before_rate_sd; /* tick-to-tick standard deviation of before_rate's ticks */
+        double after_rate_sd;  /* the same of after_rate's */
+        bool within_noise;     /* the verdict came at max_ticks, the difference within noise */
+        unsigned reverts;      /* in a row: each doubles the back-off */
+        uint64_t retry_ns;     /* after a revert: not tried again before this */
 } PlanTrial;
 
 const char *trial_verdict_to_string(TrialVerdict v);

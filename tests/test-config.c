@@ -142,6 +142,7 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
         assert_int_equal(a->pair_placement, b->pair_placement);
         assert_int_equal(a->pair_max_overlap_pct, b->pair_max_overlap_pct);
         assert_int_equal(a->trial_ticks, b->trial_ticks);
+        assert_int_equal(a->trial_max_ticks, b->trial_max_ticks);
         assert_int_equal(a->trial_keep_pct, b->trial_keep_pct);
         assert_int_equal(a->trial_max_run_loss_pct, b->trial_max_run_loss_pct);
         assert_int_equal(a->trial_backoff_ms, b->trial_backoff_ms);
@@ -338,6 +339,7 @@ static void test_shipped_files_uncommented(void **state) {
                                                     "placement", /* [pair], [fanout], [mesh] */
                                                     "max_overlap_pct",
                                                     "ticks",
+                                                    "max_ticks",
                                                     "keep_pct",
                                                     "max_run_loss_pct",
                                                     "backoff_ms",

@@ -37,19 +37,22 @@ step_pack_and_sigterm() {
     grep -q "Placing pair group .*sched-pipe" "$T/balanced.log" ||
         fail "packed, but placed did not log placing a pair: $(cat "$T/balanced.log")"
     ok "1. pair $pair_parent/$pair_child packed onto CPU $(cpus_allowed "$pair_parent") ${packed_ms} ms after placed started"
-    # The trial: kept because the pair measured faster packed than spread. On
-    # a real CPU a lockstep pair always gains; under emulation (qemu TCG,
-    # PLACED_PACKING_MAY_LOSE=1) it may not, and then the verdict must agree
-    # with its own figures: handed back because it did worse.
+    # The trial: kept because the pair measured faster packed than spread, or
+    # (a tick disturbed by the host) no slower beyond its tick-to-tick noise
+    # after [trial] max_ticks. On a real CPU a lockstep pair gains; under
+    # emulation (qemu TCG, PLACED_PACKING_MAY_LOSE=1) it may not, and then the
+    # verdict must agree with its own figures: handed back because it did
+    # worse. The verdict takes 2 to 8 ticks.
     local verdict placed kernel
-    wait_for_ms 3000 grep -Eq "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log" ||
+    wait_for_ms 4000 grep -Eq "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log" ||
         fail "1. no verdict on the packed pair's trial: $(cat "$T/balanced.log")"
     verdict=$(grep -m1 -E "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log")
     case $verdict in
     *Keeping*)
         read -r placed kernel < <(echo "$verdict" |
             sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
-        [ "$placed" -gt "$kernel" ] || fail "1. kept without gaining: $verdict"
+        [ "$placed" -gt "$kernel" ] || [[ $verdict == *"no change beyond their noise"* ]] ||
+            fail "1. kept without gaining: $verdict"
         ;;
     *)
         [ -n "${PLACED_PACKING_MAY_LOSE:-}" ] || fail "1. a lockstep pair did worse packed: $verdict"
