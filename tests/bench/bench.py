@@ -10,6 +10,10 @@ drift of a shared machine hits all of them alike. "ceiling" is the kernel
 alone with a pair's two sides (server and client) pinned by hand to one CPU
 (sched_setaffinity and taskset; --ceiling-cpus, in turn), placed not running: what
 packing the pair can buy at most. Only pair-like workloads have one.
+"PROFILE-advise" (e.g. balanced-advise) is placed with that profile in
+advise mode (--dry-run): its sampler and ticks run, nothing is applied, so
+beside the profile itself it tells what watching costs from what placing
+does; it is shown, not judged against the targets.
 
 For each workload it reports the median and min-max per configuration and
 the ratio to the kernel alone computed per repetition pair (then the median
@@ -352,8 +356,8 @@ class Placed:
     """placed with one profile, its own journal in a private directory. stop()
     undoes whatever start() got to, also when start() was interrupted."""
 
-    def __init__(self, args, profile):
-        self.args, self.profile = args, profile
+    def __init__(self, args, profile, advise=False):
+        self.args, self.profile, self.advise = args, profile, advise
         self.proc = None
         self.log_name = None  # kept as OUT/logs/NAME with --keep-logs
         self.dir = tempfile.mkdtemp(prefix="placed-bench-")
@@ -367,7 +371,8 @@ class Placed:
         self.log = open(os.path.join(self.dir, "placed.log"), "w+")
         cmd = [os.path.join(args.build, "placed"), "--foreground", "--bus", "none",
                "--profile", self.profile, "--config", conf,
-               "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + args.placed_arg
+               "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + (
+                   ["--dry-run"] if self.advise else []) + args.placed_arg
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while True:
@@ -424,6 +429,19 @@ class Placed:
 
 
 PROFILES = ("power-first", "balanced", "latency-first")
+# PROFILE-advise: placed in advise mode (--dry-run), its sampler and ticks
+# running and nothing applied: what watching costs, apart from what placing
+# does. Shown beside the rest, not judged against the targets.
+ADVISE = "-advise"
+
+
+def placed_config(config):
+    """(profile, advise) of a configuration that runs placed, else None."""
+    if config in PROFILES:
+        return config, False
+    if config.endswith(ADVISE) and config[:-len(ADVISE)] in PROFILES:
+        return config[:-len(ADVISE)], True
+    return None
 
 
 def run_one(args, config, workload, shared, rep=0):
@@ -434,7 +452,7 @@ def run_one(args, config, workload, shared, rep=0):
     wl = WORKLOADS[workload]
     pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
     env = stock.Env(pin=pin, shared=shared)
-    placed = Placed(args, config) if config not in ("kernel", "ceiling") else None
+    placed = Placed(args, *placed_config(config)) if placed_config(config) else None
     if placed:
         placed.log_name = "%s-%s-rep%d.log" % (workload, config, rep + 1)
     try:
@@ -798,7 +816,8 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--configs", default="kernel,power-first,balanced,latency-first,ceiling",
-                    help="kernel, the profiles, ceiling (the pair pinned by hand)")
+                    help="kernel, the profiles, PROFILE-advise (placed --dry-run), ceiling "
+                         "(the pair pinned by hand)")
     ap.add_argument("--workloads", default=ALL_WORKLOADS, help="comma-separated, of: " + ALL_WORKLOADS)
     ap.add_argument("--seconds", type=float, default=2, help="measured length of timed workloads")
     ap.add_argument("--warmup", type=float, default=3,
@@ -823,8 +842,9 @@ def main():
         if w not in WORKLOADS:
             ap.error("unknown workload %r (known: %s)" % (w, ", ".join(WORKLOADS)))
     for c in configs:
-        if c not in ("kernel", "ceiling") + PROFILES:
-            ap.error("unknown configuration %r (known: kernel, %s, ceiling)" % (c, ", ".join(PROFILES)))
+        if c not in ("kernel", "ceiling") and not placed_config(c):
+            ap.error("unknown configuration %r (known: kernel, %s, each of them with %s, "
+                     "ceiling)" % (c, ", ".join(PROFILES), ADVISE))
     if args.reps < 1 or args.seconds < 1 or args.warmup < 0:
         ap.error("--reps and --seconds must be at least 1, --warmup at least 0")
     allowed = sorted(os.sched_getaffinity(0))

@@ -108,6 +108,18 @@ class Report(unittest.TestCase):
                                     "balanced": [99, 80, 119, 90, 111, 100]})
         self.assertEqual(s["balanced"]["verdict"], "PASS")
 
+    def test_advise_configuration(self):
+        self.assertEqual(bench.placed_config("balanced"), ("balanced", False))
+        self.assertEqual(bench.placed_config("power-first-advise"), ("power-first", True))
+        self.assertIsNone(bench.placed_config("kernel"))
+        self.assertIsNone(bench.placed_config("ceiling-advise"))
+        # Shown with its speed-up, not judged against the target.
+        s = self.summary("stream", {"kernel": [20.0, 22.0], "power-first-advise": [19.0, 22.0],
+                                    "power-first": [19.0, 21.0]})
+        self.assertAlmostEqual(s["power-first-advise"]["speedup_median"], 0.975)
+        self.assertNotIn("verdict", s["power-first-advise"])
+        self.assertEqual(s["power-first"]["verdict"], "FAIL")
+
     def test_other_processes_ending_during_a_run(self):
         # Process 10 (10 s of CPU before the run) ends and is reaped by 5, whose
         # cutime then holds its whole life: only the 1 s it ran during the run
