@@ -10,12 +10,20 @@ drift of a shared machine hits all of them alike. "ceiling" is the kernel
 alone with a pair's two sides (server and client) pinned by hand to one CPU
 (sched_setaffinity and taskset; --ceiling-cpus, in turn), placed not running: what
 packing the pair can buy at most. Only pair-like workloads have one.
+"PROFILE-advise" (e.g. balanced-advise) is placed with that profile in
+advise mode (--dry-run): its sampler and ticks run, nothing is applied, so
+beside the profile itself it tells what watching costs from what placing
+does; it is shown, not judged against the targets.
 
 For each workload it reports the median and min-max per configuration and
 the ratio to the kernel alone computed per repetition pair (then the median
 of those ratios); for the pair-like ones, placed's gain as a share of the
 ceiling's gain, (placed/kernel - 1) / (ceiling/kernel - 1), and for all
-with a target PASS or FAIL against it. Beside the workload's own figure it
+with a target PASS or FAIL against it. A speed-up target (no loss) is judged
+on the 95% interval of the median of the per-repetition ratios, not on the
+median alone: one stream over loopback varies by 10% between identical
+runs here, so 5 repetitions cannot tell 0.95x from 1.00x; such a figure is
+INCONCLUSIVE at that many repetitions (not a pass). Beside the workload's own figure it
 samples per-CPU busy time and idle-state residency (/proc/stat, cpuidle
 sysfs), idle entries per second, an energy estimate (the model of placed's
 energy module: busy CPUs at 1.0, idle states weighted by depth), placed's
@@ -31,6 +39,7 @@ after each run, also after Ctrl-C or SIGTERM.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -347,8 +356,8 @@ class Placed:
     """placed with one profile, its own journal in a private directory. stop()
     undoes whatever start() got to, also when start() was interrupted."""
 
-    def __init__(self, args, profile):
-        self.args, self.profile = args, profile
+    def __init__(self, args, profile, advise=False):
+        self.args, self.profile, self.advise = args, profile, advise
         self.proc = None
         self.log_name = None  # kept as OUT/logs/NAME with --keep-logs
         self.dir = tempfile.mkdtemp(prefix="placed-bench-")
@@ -362,7 +371,8 @@ class Placed:
         self.log = open(os.path.join(self.dir, "placed.log"), "w+")
         cmd = [os.path.join(args.build, "placed"), "--foreground", "--bus", "none",
                "--profile", self.profile, "--config", conf,
-               "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + args.placed_arg
+               "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + (
+                   ["--dry-run"] if self.advise else []) + args.placed_arg
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while True:
@@ -419,6 +429,19 @@ class Placed:
 
 
 PROFILES = ("power-first", "balanced", "latency-first")
+# PROFILE-advise: placed in advise mode (--dry-run), its sampler and ticks
+# running and nothing applied: what watching costs, apart from what placing
+# does. Shown beside the rest, not judged against the targets.
+ADVISE = "-advise"
+
+
+def placed_config(config):
+    """(profile, advise) of a configuration that runs placed, else None."""
+    if config in PROFILES:
+        return config, False
+    if config.endswith(ADVISE) and config[:-len(ADVISE)] in PROFILES:
+        return config[:-len(ADVISE)], True
+    return None
 
 
 def run_one(args, config, workload, shared, rep=0):
@@ -429,7 +452,7 @@ def run_one(args, config, workload, shared, rep=0):
     wl = WORKLOADS[workload]
     pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
     env = stock.Env(pin=pin, shared=shared)
-    placed = Placed(args, config) if config not in ("kernel", "ceiling") else None
+    placed = Placed(args, *placed_config(config)) if placed_config(config) else None
     if placed:
         placed.log_name = "%s-%s-rep%d.log" % (workload, config, rep + 1)
     try:
@@ -491,20 +514,58 @@ def summarize(results, configs, workloads):
     return summary
 
 
+CI_LEVEL = 0.95  # confidence of the interval a speed-up target is judged on
+
+
+def median_interval(xs, level=CI_LEVEL):
+    """A distribution-free confidence interval of the median of xs (the sign
+    test's): the order statistics x_(k) and x_(n+1-k) of the sorted values,
+    with the largest k whose coverage 1 - 2 P(B <= k - 1), B ~ Bin(n, 1/2),
+    is at least level. With too few values for that (fewer than 6 for 95%),
+    min and max, which cover less. Returns (low, high, coverage)."""
+    xs = sorted(xs)
+    n = len(xs)
+
+    def below(k):  # coverage of [x_(k), x_(n+1-k)]
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    k = 1
+    while k + 1 <= (n + 1) // 2 and below(k + 1) >= level:
+        k += 1
+    return xs[k - 1], xs[n - k], below(k)
+
+
+def judge_speedup(s, rs, target):
+    """A speed-up target judged on the interval of the median of the
+    per-repetition ratios rs, not on the median alone: PASS when all of it
+    is at or above the target, FAIL when all of it is below, INCONCLUSIVE
+    when the target is inside it (identical runs vary more than the
+    difference; more repetitions decide). INCONCLUSIVE is not a pass."""
+    lo, hi, coverage = median_interval(rs)
+    s["speedup_ci"] = [lo, hi]
+    s["speedup_ci_coverage"] = round(coverage, 4)
+    if lo >= target - EPS:
+        s["verdict"] = "PASS"
+    elif hi < target - EPS:
+        s["verdict"] = "FAIL"
+    else:
+        s["verdict"] = "INCONCLUSIVE"
+    s["pass"] = s["verdict"] == "PASS"
+
+
 def judge(sw, results, w):
     """Against the workload's target, per profile: the share of the ceiling's
     gain, (placed/kernel - 1) / (ceiling/kernel - 1) of the medians (and the
-    worst repetition's own share), or the speed-up over the kernel alone."""
+    worst repetition's own share), or the speed-up over the kernel alone
+    (judge_speedup)."""
     wl = WORKLOADS[w]
     ceil = sw.get("ceiling", {}).get("speedup_median")
     for c in PROFILES:
         s = sw.get(c)
         if not s or s.get("speedup_median") is None or not wl.kind:
             continue
-        sp = s["speedup_median"]
         if wl.kind == "noloss":
             s["target"] = ">= %.2fx kernel" % wl.target
-            s["pass"] = sp >= wl.target - EPS
+            judge_speedup(s, ratios(results, w, c), wl.target)
         elif ceil is None:
             s["target"] = "no ceiling measured"
         elif ceil < MIN_CEILING_GAIN:
@@ -512,9 +573,9 @@ def judge(sw, results, w):
             # placed must simply not lose.
             s["target"] = "ceiling gains < %d%%: >= %.2fx kernel" % (
                 round(100 * (MIN_CEILING_GAIN - 1)), NOLOSS_TARGET)
-            s["pass"] = sp >= NOLOSS_TARGET - EPS
+            judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
         else:
-            s["share_of_ceiling_gain"] = (sp - 1) / (ceil - 1)
+            s["share_of_ceiling_gain"] = (s["speedup_median"] - 1) / (ceil - 1)
             per_rep = [(p - 1) / (q - 1) for p, q in zip(ratios(results, w, c),
                                                            ratios(results, w, "ceiling"))
                        if q >= MIN_CEILING_GAIN]
@@ -524,6 +585,7 @@ def judge(sw, results, w):
             else:
                 s["target"] = ">= %d%% of ceiling gain" % round(100 * wl.target)
                 s["pass"] = s["share_of_ceiling_gain"] >= wl.target - EPS
+                s["verdict"] = "PASS" if s["pass"] else "FAIL"
 
 
 def fmt_val(v):
@@ -606,9 +668,16 @@ def write_report(out, args, results, summary, configs, workloads, took):
                   "Pair-like workloads: placed's gain as a share of the ceiling's gain, "
                   "(placed/kernel - 1) / (ceiling/kernel - 1) of the median speed-ups, the "
                   "worst repetition's own share in brackets (of the repetitions whose ceiling "
-                  "gained %d%% or more). Others, and pair-like workloads whose ceiling gains "
-                  "less: the speed-up over the kernel alone. PASS/FAIL is the median against "
-                  "the target." % round(100 * (MIN_CEILING_GAIN - 1)), "",
+                  "gained %d%% or more), PASS/FAIL of that median share against the target. "
+                  "Others, and pair-like workloads whose ceiling gains less: the median "
+                  "speed-up over the kernel alone and, in square brackets, the %d%% "
+                  "distribution-free interval of that median (order statistics of the "
+                  "per-repetition ratios; with fewer than 6 repetitions their min-max, its "
+                  "coverage given). PASS when all of the interval is at or above the target, "
+                  "FAIL when all of it is below, INCONCLUSIVE (not a pass) when the target is "
+                  "inside it: identical runs varied more than the difference, and more "
+                  "repetitions decide." % (round(100 * (MIN_CEILING_GAIN - 1)),
+                                           round(100 * CI_LEVEL)), "",
                   "| workload | target | ceiling | " + " | ".join(profiles) + " |",
                   "|---|---|---|" + "---|" * len(profiles)]
         for w in judged:
@@ -626,8 +695,14 @@ def write_report(out, args, results, summary, configs, workloads, took):
                     cell += ", %.1f%%" % (100 * s["share_of_ceiling_gain"])
                     if s.get("share_min") is not None:
                         cell += " (%.1f%%)" % (100 * s["share_min"])
-                if "pass" in s:
-                    cell += " **%s**" % ("PASS" if s["pass"] else "FAIL")
+                if "speedup_ci" in s:
+                    cell += " [%.2f–%.2fx%s]" % (
+                        s["speedup_ci"][0], s["speedup_ci"][1],
+                        "" if s["speedup_ci_coverage"] >= CI_LEVEL - EPS else
+                        ", covers %d%%" % int(100 * s["speedup_ci_coverage"]))
+                if "verdict" in s:
+                    cell += " **%s%s**" % (s["verdict"], " at %d reps" % s["n"]
+                                           if s["verdict"] == "INCONCLUSIVE" else "")
                 cells.append(cell)
             lines.append("| %s | %s | %s | %s |" % (w, target, "%.2fx" % ceil if ceil else "–",
                                                     " | ".join(cells)))
@@ -741,7 +816,8 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--configs", default="kernel,power-first,balanced,latency-first,ceiling",
-                    help="kernel, the profiles, ceiling (the pair pinned by hand)")
+                    help="kernel, the profiles, PROFILE-advise (placed --dry-run), ceiling "
+                         "(the pair pinned by hand)")
     ap.add_argument("--workloads", default=ALL_WORKLOADS, help="comma-separated, of: " + ALL_WORKLOADS)
     ap.add_argument("--seconds", type=float, default=2, help="measured length of timed workloads")
     ap.add_argument("--warmup", type=float, default=3,
@@ -766,8 +842,9 @@ def main():
         if w not in WORKLOADS:
             ap.error("unknown workload %r (known: %s)" % (w, ", ".join(WORKLOADS)))
     for c in configs:
-        if c not in ("kernel", "ceiling") + PROFILES:
-            ap.error("unknown configuration %r (known: kernel, %s, ceiling)" % (c, ", ".join(PROFILES)))
+        if c not in ("kernel", "ceiling") and not placed_config(c):
+            ap.error("unknown configuration %r (known: kernel, %s, each of them with %s, "
+                     "ceiling)" % (c, ", ".join(PROFILES), ADVISE))
     if args.reps < 1 or args.seconds < 1 or args.warmup < 0:
         ap.error("--reps and --seconds must be at least 1, --warmup at least 0")
     allowed = sorted(os.sched_getaffinity(0))

@@ -408,7 +408,11 @@ def wl_stream(args, env):
     except (ValueError, KeyError):
         raise RuntimeError("iperf3 client failed (status %d):\n%s%s" % (
             r.returncode, r.stdout[-2000:], r.stderr))
-    return {"metric": "Gbit/s", "value": bps / 1e9, "better": "higher",
+    # Each measured second's rate: whether a run's figure is one level or a
+    # change within the run (results.json).
+    per_s = [round(i["sum"]["bits_per_second"] / 1e9, 3) for i in res.get("intervals", [])
+             if not i["sum"].get("omitted")]
+    return {"metric": "Gbit/s", "value": bps / 1e9, "better": "higher", "interval_gbps": per_s,
             "cpu_utilization_percent": res["end"].get("cpu_utilization_percent")}
 
 

@@ -63,7 +63,62 @@ class Report(unittest.TestCase):
         s = self.summary("hackbench-l", {"kernel": [3.0], "balanced": [3.2], "power-first": [3.05]})
         self.assertNotIn("ceiling", s)
         self.assertFalse(s["balanced"]["pass"])  # 3.0 / 3.2 = 0.94x
+        self.assertEqual(s["balanced"]["verdict"], "FAIL")
         self.assertTrue(s["power-first"]["pass"])  # 0.98x
+        self.assertEqual(s["power-first"]["verdict"], "PASS")
+
+    def test_median_interval(self):
+        # The sign test's interval: with 24 values x_(7) and x_(18), 97.7%;
+        # up to 8 values only min-max reaches 95%; 5 values cover 93.75%.
+        lo, hi, cov = bench.median_interval(range(24, 0, -1))
+        self.assertEqual((lo, hi), (7, 18))
+        self.assertAlmostEqual(cov, 1 - 2 * (1 + 24 + 276 + 2024 + 10626 + 42504 + 134596) / 2 ** 24)
+        self.assertEqual(bench.median_interval([3, 1, 4, 1, 5, 9, 2, 6])[:2], (1, 9))
+        self.assertEqual(bench.median_interval(range(9))[:2], (1, 7))
+        lo, hi, cov = bench.median_interval([5, 1, 4, 2, 3])
+        self.assertEqual((lo, hi), (1, 5))
+        self.assertAlmostEqual(cov, 0.9375)
+        self.assertEqual(bench.median_interval([0.9]), (0.9, 0.9, 0.0))
+
+    def test_no_loss_judged_on_the_interval(self):
+        kernel = [100.0] * 12
+        # A real loss, every repetition 7-12% down: FAIL.
+        s = self.summary("fanout", {"kernel": kernel, "balanced": [88, 93, 90, 91, 89, 92,
+                                                                   90, 88, 93, 91, 89, 92]})
+        self.assertEqual(s["balanced"]["verdict"], "FAIL")
+        self.assertFalse(s["balanced"]["pass"])
+        self.assertLess(s["balanced"]["speedup_ci"][1], 0.97)
+        # Within 2% either way: PASS.
+        s = self.summary("fanout", {"kernel": kernel, "balanced": [98, 101, 99, 102, 100, 98,
+                                                                   99, 101, 100, 102, 98, 99]})
+        self.assertEqual(s["balanced"]["verdict"], "PASS")
+        self.assertTrue(s["balanced"]["pass"])
+        # Median 0.95x, but the repetitions spread 0.80-1.12x: the target is
+        # inside the interval, not a pass and not a shown loss.
+        s = self.summary("stream", {"kernel": kernel, "power-first": [80, 112, 95, 88, 105, 93,
+                                                                     97, 84, 110, 95, 90, 101]})
+        self.assertAlmostEqual(s["power-first"]["speedup_median"], 0.95)
+        self.assertEqual(s["power-first"]["verdict"], "INCONCLUSIVE")
+        self.assertFalse(s["power-first"]["pass"])
+        lo, hi = s["power-first"]["speedup_ci"]
+        self.assertTrue(lo < 0.97 <= hi)
+        # Ratios are per repetition pair: a kernel that drifts with placed
+        # is no loss.
+        s = self.summary("fanout", {"kernel": [100, 80, 120, 90, 110, 100],
+                                    "balanced": [99, 80, 119, 90, 111, 100]})
+        self.assertEqual(s["balanced"]["verdict"], "PASS")
+
+    def test_advise_configuration(self):
+        self.assertEqual(bench.placed_config("balanced"), ("balanced", False))
+        self.assertEqual(bench.placed_config("power-first-advise"), ("power-first", True))
+        self.assertIsNone(bench.placed_config("kernel"))
+        self.assertIsNone(bench.placed_config("ceiling-advise"))
+        # Shown with its speed-up, not judged against the target.
+        s = self.summary("stream", {"kernel": [20.0, 22.0], "power-first-advise": [19.0, 22.0],
+                                    "power-first": [19.0, 21.0]})
+        self.assertAlmostEqual(s["power-first-advise"]["speedup_median"], 0.975)
+        self.assertNotIn("verdict", s["power-first-advise"])
+        self.assertEqual(s["power-first"]["verdict"], "FAIL")
 
     def test_other_processes_ending_during_a_run(self):
         # Process 10 (10 s of CPU before the run) ends and is reaped by 5, whose
