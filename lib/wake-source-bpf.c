@@ -405,36 +405,37 @@ static int bpf_log_add(BpfWake *s, uint64_t waker, uint64_t wakee, uint64_t n) {
 #define BPF_RUN_TRIES 1000 /* reads of a changing run before the next read takes it */
 
 /*
- * A CPU's log_head and run, taken together: between two equal even values of
- * log_head (odd while the program writes a record and rewrites the run; the
- * program writes a new run's count after its edge). Returns false if the
- * program kept rewriting it: then *head is still a bound of the written
- * records.
+ * A CPU's log_head, log_start and run, taken together: between two equal
+ * even values of log_head (odd while the program writes a record and
+ * rewrites the run; the program writes a new run's count after its edge).
+ * Returns false if the program kept rewriting them.
  */
-static bool bpf_read_run(const struct wake_cpu_ctl *ctl, uint64_t *head, struct wake_log_rec *run) {
-        uint64_t h1 = 0, h2 = 0;
+static bool bpf_read_run(const struct wake_cpu_ctl *ctl, uint64_t *head, uint64_t *start,
+                         struct wake_log_rec *run) {
         for (unsigned t = 0; t < BPF_RUN_TRIES; t++) {
-                h1 = __atomic_load_n(&ctl->log_head, __ATOMIC_ACQUIRE);
+                uint64_t h1 = __atomic_load_n(&ctl->log_head, __ATOMIC_ACQUIRE);
+                *start = __atomic_load_n(&ctl->log_start, __ATOMIC_RELAXED);
                 run->count = __atomic_load_n(&ctl->run_count, __ATOMIC_ACQUIRE);
                 run->waker_task = __atomic_load_n(&ctl->run_waker, __ATOMIC_RELAXED);
                 run->wakee_task = __atomic_load_n(&ctl->run_wakee, __ATOMIC_RELAXED);
                 __atomic_thread_fence(__ATOMIC_ACQUIRE);
-                h2 = __atomic_load_n(&ctl->log_head, __ATOMIC_RELAXED);
+                uint64_t h2 = __atomic_load_n(&ctl->log_head, __ATOMIC_RELAXED);
                 if (h1 == h2 && !(h1 & 1)) {
                         *head = h1 >> 1;
                         return true;
                 }
         }
-        *head = MIN(h1, h2) >> 1;
         return false;
 }
 
 /*
  * Counts each CPU's wakeups since the previous read: the records of its wake
- * log, then hands their space back (the program writes a record before it
- * moves log_head, and never past log_tail + log_records), and its run. What a
- * read takes of a run is taken off the run's record when it comes (see
- * RunTaken), so each wakeup is counted once.
+ * log, record i in slot i - log_start, then hands their space back (the
+ * program writes a record before it moves log_head, moves log_start only to
+ * log_tail, and keeps records below log_start + log_records), and its run.
+ * What a read takes of a run is taken off the run's record when it comes
+ * (see RunTaken), so each wakeup is counted once. A CPU whose program kept
+ * rewriting its run is left for the next read.
  */
 static int bpf_read_log(BpfWake *s) {
         uint32_t mask = s->log_records - 1;
@@ -444,14 +445,15 @@ static int bpf_read_log(BpfWake *s) {
                 const struct wake_log_rec *log = &s->log[(size_t)c * s->log_records];
                 RunTaken *t = &s->taken[c];
                 struct wake_log_rec run;
-                uint64_t head;
-                bool run_ok = bpf_read_run(ctl, &head, &run);
-                uint64_t tail = ctl->log_tail;
+                uint64_t head, start;
                 int r;
-                if (head - tail > s->log_records) /* cannot be: the program waits for us */
+                if (!bpf_read_run(ctl, &head, &start, &run))
+                        continue;
+                uint64_t tail = MAX(ctl->log_tail, start); /* below start: cannot be */
+                if (head - tail > s->log_records)          /* cannot be: the program waits for us */
                         tail = head - s->log_records;
                 for (uint64_t i = tail; i < head; i++) {
-                        const struct wake_log_rec *rec = &log[i & mask];
+                        const struct wake_log_rec *rec = &log[(i - start) & mask];
                         uint64_t n = __atomic_load_n(&rec->count, __ATOMIC_RELAXED);
                         if (t->valid && t->id == i) {
                                 n = n > t->count ? n - t->count : 0;
@@ -462,8 +464,6 @@ static int bpf_read_log(BpfWake *s) {
                                 return r;
                 }
                 __atomic_store_n(&ctl->log_tail, head, __ATOMIC_RELEASE);
-                if (!run_ok)
-                        continue; /* the next read takes it */
                 if (run.count == 0) {
                         t->valid = false; /* no run: any earlier one is in a record */
                         continue;

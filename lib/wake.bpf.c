@@ -65,9 +65,9 @@
  *    anyway, holds its run: an edge and a count. A wakeup of that edge adds
  *    one to the count: two compares and one store to a line already in the
  *    cache. Another edge ends the run, which becomes one record of this
- *    CPU's wake log (a ring in an mmap'able array, log_records records of
- *    two addresses and a count), in the slot log_head names, free while the
- *    run lasts; the new edge starts a run. Stores do not wait for a cache
+ *    CPU's wake log (an mmap'able array, log_records records of two
+ *    addresses and a count), record log_head / 2, whose slot is free while
+ *    the run lasts; the new edge starts a run. Stores do not wait for a cache
  *    miss, loads do: counting in place costs the load of the edge's counter,
  *    a cache miss at most wakeups when the workload runs between them
  *    (hackbench: 300-500 ns a wakeup in the per-CPU hash, whose lookup is a
@@ -78,15 +78,20 @@
  *    log's stores into lines not in the cache cost about 45 ns a record on
  *    a PVM guest, which a repeated edge no longer pays (see the README).
  *    Userspace counts the records and moves log_tail on; the program writes
- *    a record before it moves log_head, and starts a run only in a slot below
- *    log_tail + log_records (it reads log_tail again only when it reaches
- *    that limit): otherwise no run is pending and the edge goes to the cache;
+ *    a record before it moves log_head. Record i goes to slot i - log_start:
+ *    when userspace has read every record before the one being written
+ *    (log_tail equals it), log_start moves to it, so the log starts again at
+ *    its first slot, whose lines a tick ago are still in the cache (walking
+ *    the whole ring instead cost hackbench about 100 ns a record on a PVM
+ *    guest). A run starts only when its record will have a slot: below
+ *    log_start + log_records, or the first one again; otherwise no run is
+ *    pending and the edge goes to the cache;
  *  - userspace takes a run while it grows: log_head counts records twice and
- *    is odd while the program writes a record and rewrites the run, so
- *    userspace reads the run between two equal even values of it (a new
- *    run's count is written after its edge: a count of 0 is no run). What a
- *    read took of the run pending at record h is taken off record h when it
- *    comes: each wakeup is counted once;
+ *    is odd while the program writes a record and rewrites the run (and
+ *    log_start), so userspace reads them between two equal even values of
+ *    it (a new run's count is written after its edge: a count of 0 is no
+ *    run). What a read took of the run pending at record h is taken off
+ *    record h when it comes: each wakeup is counted once;
  *  - when the log is full (userspace late, or more wakeups in a tick than it
  *    holds: on large machines it is small, see wake-source-bpf.c), the edge is
  *    counted in a per-CPU, 2-way set-associative edge cache (cache_sets
@@ -238,7 +243,7 @@ struct {
         __type(value, struct wake_cpu_ctl);
 } cpu_ctl SEC(".maps");
 
-/* CPU c's log: records c * log_records .. (c + 1) * log_records - 1, a ring of runs. */
+/* CPU c's log: slots c * log_records .. (c + 1) * log_records - 1, of runs. */
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
         __uint(map_flags, BPF_F_MMAPABLE);
@@ -459,40 +464,43 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         }
 
         /* Another edge: the run, if any, becomes its record; a new run starts
-         * if its record's slot is free, else the edge goes to the cache. */
+         * if its record will have a slot, else the edge goes to the cache. */
         __u64 head = c->log_head; /* 2 x records */
         __u64 n = c->run_count;
+        __u64 rec_no = head >> 1;
         if (n) {
-                __u32 i = c->log_base + ((__u32)(head >> 1) & c->log_mask);
+                /* Every record before it read: the log starts again at its
+                 * first slot, whose lines are still in the cache. */
+                __u64 start = *(volatile __u64 *)&c->log_tail == rec_no ? rec_no : c->log_start;
+                __u32 i = c->log_base + ((__u32)(rec_no - start) & c->log_mask);
                 struct wake_log_rec *rec = bpf_map_lookup_elem(&wake_log, &i);
                 if (!rec) {
                         c->lost++; /* cannot be: i is below max_entries */
                         return 0;
                 }
                 WRITE_SEQ(c->log_head, head + 1); /* odd: the run changes */
+                c->log_start = start;
                 rec->waker_task = c->run_waker;
                 rec->wakee_task = c->run_wakee;
                 rec->count = n;
                 head += 2;
+                rec_no++;
         }
-        if (head >= c->log_limit) {
-                /* Full as far as known: see how far userspace read. */
-                c->log_limit = (*(volatile __u64 *)&c->log_tail + log_records) << 1;
-                if (head >= c->log_limit) {
-                        if (n) {
-                                c->run_waker = 0;
-                                c->run_wakee = 0;
-                                c->run_count = 0;
-                                WRITE_SEQ(c->log_head, head);
-                        }
-                        /* The addresses as numbers for the cache's hash: the
-                         * verifier allows no arithmetic on a task pointer,
-                         * but what is stored in a map reads back as a number. */
-                        WRITE_SEQ(c->task_addr[0], (__u64)(unsigned long)cur);
-                        WRITE_SEQ(c->task_addr[1], (__u64)(unsigned long)p);
-                        return cache_count(c, cpu, *(volatile __u64 *)&c->task_addr[0],
-                                           *(volatile __u64 *)&c->task_addr[1]);
+        if (rec_no - c->log_start > c->log_mask && *(volatile __u64 *)&c->log_tail != rec_no) {
+                /* No slot: the log is full up to what userspace read. */
+                if (n) {
+                        c->run_waker = 0;
+                        c->run_wakee = 0;
+                        c->run_count = 0;
+                        WRITE_SEQ(c->log_head, head);
                 }
+                /* The addresses as numbers for the cache's hash: the
+                 * verifier allows no arithmetic on a task pointer, but
+                 * what is stored in a map reads back as a number. */
+                WRITE_SEQ(c->task_addr[0], (__u64)(unsigned long)cur);
+                WRITE_SEQ(c->task_addr[1], (__u64)(unsigned long)p);
+                return cache_count(c, cpu, *(volatile __u64 *)&c->task_addr[0],
+                                   *(volatile __u64 *)&c->task_addr[1]);
         }
         c->run_waker = (__u64)(unsigned long)cur;
         c->run_wakee = (__u64)(unsigned long)p;

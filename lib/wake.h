@@ -137,14 +137,15 @@ struct wake_task_info {
  *
  * The run: the wakeups since the CPU's last change of edge, all of
  * run_waker -> run_wakee, run_count of them (0: no run), to be written as
- * record log_head / 2 of the wake log when the edge changes; that slot is
- * free while the run lasts. log_head counts records twice and is odd while
- * the program writes a record and rewrites the run: userspace takes the run
- * between two equal even values of it (see wake.bpf.c).
+ * record log_head / 2 of the wake log when the edge changes, in slot
+ * log_head / 2 - log_start, free while the run lasts. log_head counts
+ * records twice and is odd while the program writes a record and rewrites
+ * the run and log_start: userspace takes them between two equal even values
+ * of it (see wake.bpf.c).
  */
 struct wake_cpu_ctl {
         __u64 log_head;  /* 2 x records written to this CPU's wake log; odd: writing one */
-        __u64 log_limit; /* 2 x the record log_head may reach before log_tail is read again */
+        __u64 log_start; /* the record in the log's first slot (see wake.bpf.c) */
         __u64 run_waker; /* the run's edge; 0 = no run */
         __u64 run_wakee;
         __u64 run_count;     /* wakeups in the run; 0 = no run */
