@@ -42,16 +42,29 @@ typedef struct EdgeSeen {
         bool in_kernel;   /* ever found in the hash or a way: may have a hash entry */
 } EdgeSeen;
 
+/*
+ * What the reads took of a CPU's run so far (see wake_cpu_ctl): the run
+ * whose record will be record id, count wakeups of it. The rest comes with
+ * the record.
+ */
+typedef struct RunTaken {
+        uint64_t id;
+        uint64_t count;
+        uint32_t seen_skipped, seen_softirq; /* the CPU's counters at the previous read */
+        bool valid;
+} RunTaken;
+
 typedef struct BpfWake {
         WakeSourceOptions opts;
         struct wake_bpf *skel;
-        uint64_t seen_skipped, seen_lost, seen_softirq; /* counter sums at the previous read */
+        uint64_t seen_lost;  /* the counter's sum at the previous read */
+        RunTaken *taken;     /* owned: per CPU, what the reads took of its run */
         EdgeSeen *edge_seen; /* owned: kernel edges and their counts at the last read */
         size_t n_edge_seen, n_edge_seen_alloc;
         U64Map *edge_seen_map; /* edge_key_hash() -> edge_seen index */
         uint64_t n_reads;
         struct wake_cpu_ctl *ctl;              /* mmap of the cpu_ctl map; we write log_tail */
-        const struct wake_edge_key *log;       /* mmap of the wake_log map, read-only */
+        const struct wake_log_rec *log;        /* mmap of the wake_log map, read-only */
         const struct wake_edge_set *cache;     /* mmap of the edge_cache map, read-only */
         size_t ctl_size, log_size, cache_size; /* bytes mapped */
         uint32_t log_records;                  /* per CPU */
@@ -112,7 +125,7 @@ static int bpf_size_maps(BpfWake *s, struct wake_bpf *skel) {
         int r = libbpf_num_possible_cpus();
         s->n_cpus = r > 0 ? (unsigned)r : 1;
         s->log_records =
-                per_cpu_elements(s->n_cpus, sizeof(struct wake_edge_key), WAKE_LOG_BUDGET,
+                per_cpu_elements(s->n_cpus, sizeof(struct wake_log_rec), WAKE_LOG_BUDGET,
                                  WAKE_LOG_RECORDS_MIN, WAKE_LOG_RECORDS_MAX, s->opts.log_records);
         s->cache_sets =
                 per_cpu_elements(s->n_cpus, sizeof(struct wake_edge_set), EDGE_CACHE_BUDGET,
@@ -155,7 +168,7 @@ static int bpf_map_arrays(BpfWake *s) {
         if (r < 0)
                 return r;
         s->ctl = p;
-        r = bpf_map_array(s->skel->maps.wake_log, sizeof(struct wake_edge_key),
+        r = bpf_map_array(s->skel->maps.wake_log, sizeof(struct wake_log_rec),
                           (size_t)s->log_records * s->n_cpus, PROT_READ, &p, &s->log_size);
         if (r < 0)
                 return r;
@@ -198,27 +211,33 @@ static int bpf_wake_load(BpfWake *s) {
         if (r < 0)
                 return r;
         s->log_memo = calloc(LOG_MEMO_SIZE, sizeof(*s->log_memo));
-        if (!s->log_memo || u64map_new(&s->edge_seen_map) < 0 || u64map_new(&s->info_by_task) < 0)
+        s->taken = calloc(s->n_cpus, sizeof(*s->taken));
+        if (!s->log_memo || !s->taken || u64map_new(&s->edge_seen_map) < 0 ||
+            u64map_new(&s->info_by_task) < 0)
                 return -ENOMEM;
         s->ns_per_tick = clock_tick_ns();
         s->ns_per_jiffy = kernel_tick_ns();
         return 0;
 }
 
+/* The skipped, lost and softirq counts since the previous read (the 32-bit ones wrap). */
 static int bpf_read_counters(BpfWake *s, WakeBatch *b) {
         uint64_t skipped = 0, lost = 0, softirq = 0;
         unsigned shift = s->skel->rodata->sample_shift;
         for (unsigned i = 0; i < s->n_cpus; i++) {
-                skipped += __atomic_load_n(&s->ctl[i].skipped, __ATOMIC_RELAXED);
+                RunTaken *t = &s->taken[i];
+                uint32_t sk = __atomic_load_n(&s->ctl[i].skipped, __ATOMIC_RELAXED);
+                uint32_t so = __atomic_load_n(&s->ctl[i].softirq_taken, __ATOMIC_RELAXED);
+                skipped += (uint32_t)(sk - t->seen_skipped);
+                softirq += (uint32_t)(so - t->seen_softirq);
+                t->seen_skipped = sk;
+                t->seen_softirq = so;
                 lost += __atomic_load_n(&s->ctl[i].lost, __ATOMIC_RELAXED);
-                softirq += __atomic_load_n(&s->ctl[i].softirq_taken, __ATOMIC_RELAXED);
         }
-        b->n_skipped = (skipped - s->seen_skipped) << shift;
+        b->n_skipped = skipped << shift;
         b->n_lost = (lost - s->seen_lost) << shift;
-        b->n_softirq = (softirq - s->seen_softirq) << shift;
-        s->seen_skipped = skipped;
+        b->n_softirq = softirq << shift;
         s->seen_lost = lost;
-        s->seen_softirq = softirq;
         return 0;
 }
 
@@ -366,35 +385,99 @@ static size_t log_memo_slot(const struct wake_edge_key *k) {
                (LOG_MEMO_SIZE - 1);
 }
 
+/* Adds n wakeups of edge k to this read's logged counts; the memo saves most lookups. */
+static int bpf_log_add(BpfWake *s, uint64_t waker, uint64_t wakee, uint64_t n) {
+        struct wake_edge_key k = { .waker_task = waker, .wakee_task = wakee };
+        uint32_t *memo = &s->log_memo[log_memo_slot(&k)];
+        EdgeSeen *e = *memo ? &s->edge_seen[*memo - 1] : NULL;
+        if (n == 0)
+                return 0;
+        if (!e || !edge_key_equal(&e->key, &k)) {
+                e = edge_seen_get(s, &k);
+                if (!e)
+                        return -ENOMEM;
+                *memo = (uint32_t)(e - s->edge_seen) + 1;
+        }
+        e->logged += n;
+        return 0;
+}
+
+#define BPF_RUN_TRIES 1000 /* reads of a changing run before the next read takes it */
+
 /*
- * Counts the records of each CPU's wake log since the previous read, then
- * hands the space back: the program writes a record before it moves
- * log_head, and never past log_tail + log_records. Consecutive records mostly
- * repeat a few edges: a small memo saves most EdgeSeen lookups.
+ * A CPU's log_head, log_start and run, taken together: between two equal
+ * even values of log_head (odd while the program writes a record and
+ * rewrites the run; the program writes a new run's count after its edge).
+ * Returns false if the program kept rewriting them.
+ */
+static bool bpf_read_run(const struct wake_cpu_ctl *ctl, uint64_t *head, uint64_t *start,
+                         struct wake_log_rec *run) {
+        for (unsigned t = 0; t < BPF_RUN_TRIES; t++) {
+                uint64_t h1 = __atomic_load_n(&ctl->log_head, __ATOMIC_ACQUIRE);
+                *start = __atomic_load_n(&ctl->log_start, __ATOMIC_RELAXED);
+                run->count = __atomic_load_n(&ctl->run_count, __ATOMIC_ACQUIRE);
+                run->waker_task = __atomic_load_n(&ctl->run_waker, __ATOMIC_RELAXED);
+                run->wakee_task = __atomic_load_n(&ctl->run_wakee, __ATOMIC_RELAXED);
+                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                uint64_t h2 = __atomic_load_n(&ctl->log_head, __ATOMIC_RELAXED);
+                if (h1 == h2 && !(h1 & 1)) {
+                        *head = h1 >> 1;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * Counts each CPU's wakeups since the previous read: the records of its wake
+ * log, record i in slot i - log_start, then hands their space back (the
+ * program writes a record before it moves log_head, moves log_start only to
+ * log_tail, and keeps records below log_start + log_records), and its run.
+ * What a read takes of a run is taken off the run's record when it comes
+ * (see RunTaken), so each wakeup is counted once. A CPU whose program kept
+ * rewriting its run is left for the next read.
  */
 static int bpf_read_log(BpfWake *s) {
         uint32_t mask = s->log_records - 1;
         memset(s->log_memo, 0, LOG_MEMO_SIZE * sizeof(*s->log_memo));
         for (unsigned c = 0; c < s->n_cpus; c++) {
                 struct wake_cpu_ctl *ctl = &s->ctl[c];
-                const struct wake_edge_key *log = &s->log[(size_t)c * s->log_records];
-                uint64_t head = __atomic_load_n(&ctl->log_head, __ATOMIC_ACQUIRE);
-                uint64_t tail = ctl->log_tail;
-                if (head - tail > s->log_records) /* cannot be: the program waits for us */
+                const struct wake_log_rec *log = &s->log[(size_t)c * s->log_records];
+                RunTaken *t = &s->taken[c];
+                struct wake_log_rec run;
+                uint64_t head, start;
+                int r;
+                if (!bpf_read_run(ctl, &head, &start, &run))
+                        continue;
+                uint64_t tail = MAX(ctl->log_tail, start); /* below start: cannot be */
+                if (head - tail > s->log_records)          /* cannot be: the program waits for us */
                         tail = head - s->log_records;
                 for (uint64_t i = tail; i < head; i++) {
-                        const struct wake_edge_key *k = &log[i & mask];
-                        uint32_t *memo = &s->log_memo[log_memo_slot(k)];
-                        EdgeSeen *e = *memo ? &s->edge_seen[*memo - 1] : NULL;
-                        if (!e || !edge_key_equal(&e->key, k)) {
-                                e = edge_seen_get(s, k);
-                                if (!e)
-                                        return -ENOMEM;
-                                *memo = (uint32_t)(e - s->edge_seen) + 1;
+                        const struct wake_log_rec *rec = &log[(i - start) & mask];
+                        uint64_t n = __atomic_load_n(&rec->count, __ATOMIC_RELAXED);
+                        if (t->valid && t->id == i) {
+                                n = n > t->count ? n - t->count : 0;
+                                t->valid = false;
                         }
-                        e->logged++;
+                        r = bpf_log_add(s, rec->waker_task, rec->wakee_task, n);
+                        if (r < 0)
+                                return r;
                 }
                 __atomic_store_n(&ctl->log_tail, head, __ATOMIC_RELEASE);
+                if (run.count == 0) {
+                        t->valid = false; /* no run: any earlier one is in a record */
+                        continue;
+                }
+                uint64_t before = t->valid && t->id == head ? t->count : 0;
+                *t = (RunTaken){ .id = head,
+                                 .count = run.count,
+                                 .seen_skipped = t->seen_skipped,
+                                 .seen_softirq = t->seen_softirq,
+                                 .valid = true };
+                r = bpf_log_add(s, run.waker_task, run.wakee_task,
+                                run.count > before ? run.count - before : 0);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -636,6 +719,7 @@ static BpfWake *bpf_wake_free(BpfWake *s) {
         if (s->cache)
                 munmap((void *)s->cache, s->cache_size);
         free(s->log_memo);
+        free(s->taken);
         wake_bpf__destroy(s->skel);
         free(s->edge_seen);
         u64map_free(s->edge_seen_map);

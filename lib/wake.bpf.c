@@ -3,10 +3,11 @@
  * The BPF wake sampler. Three kinds of programs:
  *
  *  - wake_sched_waking on tp_btf/sched_waking (fired in the waker's context)
- *    records the waker->wakee edge in a per-CPU log, or when the log is full
- *    counts it in a per-CPU edge cache backed by a per-CPU hash; userspace
- *    reads all three once per tick. It is on the hot path of every wakeup in
- *    the system;
+ *    counts the waker->wakee edge in its CPU's run (consecutive wakeups of
+ *    one edge) and writes each run that ends to a per-CPU log, or when the
+ *    log is full counts the edge in a per-CPU edge cache backed by a per-CPU
+ *    hash; userspace reads all four once per tick. It is on the hot path of
+ *    every wakeup in the system;
  *  - context markers on tp_btf/irq_handler_entry and _exit,
  *    hrtimer_expire_entry and _exit, timer_expire_entry and _exit: each
  *    stores one byte in its CPU's control line, which wake_sched_waking reads
@@ -58,19 +59,39 @@
  *    (flags, stack), which try_to_wake_up() keeps hot anyway: the edge key is
  *    the two task_struct addresses, which the iterator maps to tasks. Edges
  *    of a task that exits before the read are not attributed (skipped);
- *  - each wakeup is appended to this CPU's wake log (a ring in an mmap'able
- *    array, log_records records of two addresses): two stores to the next
- *    slot and one to log_head, in the CPU's own control line. Stores do not
- *    wait for a cache miss, loads do: counting in place costs the load of the
- *    edge's counter, a cache miss at most wakeups when the workload runs
- *    between them (hackbench: 300-500 ns a wakeup in the per-CPU hash, whose
- *    lookup is a jhash and three misses, ~330 ns in the edge cache below,
- *    ~120 ns in the log, ~80 ns of which the trampoline and the statistics:
- *    bpf_stats times a program by two sched_clock() reads, and an empty
- *    program on sched_waking measures 52-82 ns on a KVM guest's kvm-clock).
+ *  - runs: on a CPU most wakeups repeat its previous edge (a pair spread
+ *    over two CPUs: each CPU sees one direction; a loopback pair's softirq
+ *    wakeups likewise). The CPU's control line, which the hot path reads
+ *    anyway, holds its run: an edge and a count. A wakeup of that edge adds
+ *    one to the count: two compares and one store to a line already in the
+ *    cache. Another edge ends the run, which becomes one record of this
+ *    CPU's wake log (an mmap'able array, log_records records of two
+ *    addresses and a count), record log_head / 2, whose slot is free while
+ *    the run lasts; the new edge starts a run. Stores do not wait for a cache
+ *    miss, loads do: counting in place costs the load of the edge's counter,
+ *    a cache miss at most wakeups when the workload runs between them
+ *    (hackbench: 300-500 ns a wakeup in the per-CPU hash, whose lookup is a
+ *    jhash and three misses, ~330 ns in the edge cache below, ~120 ns in
+ *    the log, ~80 ns of which the trampoline and the statistics: bpf_stats
+ *    times a program by two sched_clock() reads, and an empty program on
+ *    sched_waking measures 52-82 ns on a KVM guest's kvm-clock); and the
+ *    log's stores into lines not in the cache cost about 45 ns a record on
+ *    a PVM guest, which a repeated edge no longer pays (see the README).
  *    Userspace counts the records and moves log_tail on; the program writes
- *    a record before it moves log_head, and never past log_tail +
- *    log_records (it reads log_tail again only when it reaches that limit);
+ *    a record before it moves log_head. Record i goes to slot i - log_start:
+ *    when userspace has read every record before the one being written
+ *    (log_tail equals it), log_start moves to it, so the log starts again at
+ *    its first slot, whose lines a tick ago are still in the cache (walking
+ *    the whole ring instead cost hackbench about 100 ns a record on a PVM
+ *    guest). A run starts only when its record will have a slot: below
+ *    log_start + log_records, or the first one again; otherwise no run is
+ *    pending and the edge goes to the cache;
+ *  - userspace takes a run while it grows: log_head counts records twice and
+ *    is odd while the program writes a record and rewrites the run (and
+ *    log_start), so userspace reads them between two equal even values of
+ *    it (a new run's count is written after its edge: a count of 0 is no
+ *    run). What a read took of the run pending at record h is taken off
+ *    record h when it comes: each wakeup is counted once;
  *  - when the log is full (userspace late, or more wakeups in a tick than it
  *    holds: on large machines it is small, see wake-source-bpf.c), the edge is
  *    counted in a per-CPU, 2-way set-associative edge cache (cache_sets
@@ -80,8 +101,8 @@
  *    that held it into the per-CPU hash, which is touched only then. Only
  *    this CPU writes its part of each map, and the tracepoint runs with
  *    interrupts off, so no lock and no atomic. Counts are exact: a wakeup is
- *    a log record, or in an edge's total, its hash count plus its count in
- *    any cache way;
+ *    in a run (pending, or a log record's count), or in an edge's total, its
+ *    hash count plus its count in any cache way;
  *  - a way is rewritten inside a per-set sequence count (odd while writing),
  *    with the hash update inside the same window: userspace reads the hash
  *    first, then each set between two equal even sequence values, so a
@@ -98,10 +119,11 @@
  *    userspace, which knows the waker's tgid from the iterator. The context
  *    check costs one load from the control line the hot path reads anyway
  *    (the markers and the settings in one word) and the stack check;
- *  - a logged wakeup touches, of the program's own memory, only this CPU's
- *    control line and its log slot: the settings it needs (the log's place
- *    and size, THREAD_SIZE, skip_kthreads, sampling) are copied from the
- *    read-only data into the control line at the CPU's first wakeup, as a
+ *  - a wakeup that extends a run touches, of the program's own memory, only
+ *    this CPU's control line, and one that ends a run that line and a log
+ *    slot: the settings it needs (the log's place and size, THREAD_SIZE,
+ *    skip_kthreads, sampling) are copied from the read-only data into the
+ *    control line at the CPU's first wakeup, as a
  *    read of another page can miss in the TLB as well, on a CPU just back
  *    from idle (a VM's HLT) or under hackbench;
  *  - the PID namespace: the iterator reports TIDs as placed's /proc shows
@@ -221,13 +243,13 @@ struct {
         __type(value, struct wake_cpu_ctl);
 } cpu_ctl SEC(".maps");
 
-/* CPU c's log: records c * log_records .. (c + 1) * log_records - 1, a ring. */
+/* CPU c's log: slots c * log_records .. (c + 1) * log_records - 1, of runs. */
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
         __uint(map_flags, BPF_F_MMAPABLE);
         __uint(max_entries, 1);
         __type(key, __u32);
-        __type(value, struct wake_edge_key);
+        __type(value, struct wake_log_rec);
 } wake_log SEC(".maps");
 
 /* CPU c's sets are c * cache_sets .. (c + 1) * cache_sets - 1; sized by userspace. */
@@ -435,29 +457,59 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         if (on_irq_stack(cur, c->thread_size))
                 c->softirq_taken++;
 
-        __u64 head = c->log_head;
-        if (head >= c->log_limit) {
-                /* Full as far as known: see how far userspace read. */
-                c->log_limit = *(volatile __u64 *)&c->log_tail + log_records;
-                if (head >= c->log_limit) {
-                        /* The addresses as numbers for the cache's hash: the
-                         * verifier allows no arithmetic on a task pointer,
-                         * but what is stored in a map reads back as a number. */
-                        WRITE_SEQ(c->task_addr[0], (__u64)(unsigned long)cur);
-                        WRITE_SEQ(c->task_addr[1], (__u64)(unsigned long)p);
-                        return cache_count(c, cpu, *(volatile __u64 *)&c->task_addr[0],
-                                           *(volatile __u64 *)&c->task_addr[1]);
-                }
-        }
-        __u32 i = c->log_base + ((__u32)head & c->log_mask);
-        struct wake_edge_key *rec = bpf_map_lookup_elem(&wake_log, &i);
-        if (!rec) {
-                c->lost++;
+        /* The CPU's last edge again: one more in its run (see the top). */
+        if (c->run_waker == (__u64)(unsigned long)cur && c->run_wakee == (__u64)(unsigned long)p) {
+                c->run_count++;
                 return 0;
         }
-        rec->waker_task = (__u64)(unsigned long)cur;
-        rec->wakee_task = (__u64)(unsigned long)p;
-        WRITE_SEQ(c->log_head, head + 1); /* after the record (see the top) */
+
+        /* Another edge: the run, if any, becomes its record; a new run starts
+         * if its record will have a slot, else the edge goes to the cache. */
+        __u64 head = c->log_head; /* 2 x records */
+        __u64 n = c->run_count;
+        __u64 rec_no = head >> 1;
+        if (n) {
+                /* Every record before it read: the log starts again at its
+                 * first slot, whose lines are still in the cache. */
+                __u64 start = *(volatile __u64 *)&c->log_tail == rec_no ? rec_no : c->log_start;
+                __u32 i = c->log_base + ((__u32)(rec_no - start) & c->log_mask);
+                struct wake_log_rec *rec = bpf_map_lookup_elem(&wake_log, &i);
+                if (!rec) {
+                        c->lost++; /* cannot be: i is below max_entries */
+                        return 0;
+                }
+                WRITE_SEQ(c->log_head, head + 1); /* odd: the run changes */
+                c->log_start = start;
+                rec->waker_task = c->run_waker;
+                rec->wakee_task = c->run_wakee;
+                rec->count = n;
+                head += 2;
+                rec_no++;
+        }
+        if (rec_no - c->log_start > c->log_mask && *(volatile __u64 *)&c->log_tail != rec_no) {
+                /* No slot: the log is full up to what userspace read. */
+                if (n) {
+                        c->run_waker = 0;
+                        c->run_wakee = 0;
+                        c->run_count = 0;
+                        WRITE_SEQ(c->log_head, head);
+                }
+                /* The addresses as numbers for the cache's hash: the
+                 * verifier allows no arithmetic on a task pointer, but
+                 * what is stored in a map reads back as a number. */
+                WRITE_SEQ(c->task_addr[0], (__u64)(unsigned long)cur);
+                WRITE_SEQ(c->task_addr[1], (__u64)(unsigned long)p);
+                return cache_count(c, cpu, *(volatile __u64 *)&c->task_addr[0],
+                                   *(volatile __u64 *)&c->task_addr[1]);
+        }
+        c->run_waker = (__u64)(unsigned long)cur;
+        c->run_wakee = (__u64)(unsigned long)p;
+        if (n) {
+                c->run_count = 1;
+                WRITE_SEQ(c->log_head, head); /* even: the record and the run written */
+        } else {
+                WRITE_SEQ(c->run_count, 1); /* after its edge (see the top) */
+        }
         return 0;
 }
 

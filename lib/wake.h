@@ -66,12 +66,21 @@ static inline __u32 wake_flips_peek(const struct wake_flips *f, __u64 now_ns) {
  * Key of the BPF edge map: one waker -> wakee relation, by the addresses of
  * the two task_structs (in registers at the tracepoint: no cache line of the
  * wakee is touched to build it). The task iterator maps an address to its
- * task. The value is a per-CPU __u64 count of the (sampled) wakeups. Also a
- * record of the wake log: one wakeup.
+ * task. The value is a per-CPU __u64 count of the (sampled) wakeups.
  */
 struct wake_edge_key {
         __u64 waker_task;
         __u64 wakee_task;
+};
+
+/*
+ * A record of the BPF wake log: a run of count consecutive (sampled) wakeups
+ * of one edge on one CPU (see wake.bpf.c).
+ */
+struct wake_log_rec {
+        __u64 waker_task;
+        __u64 wakee_task;
+        __u64 count;
 };
 
 /*
@@ -122,17 +131,27 @@ struct wake_task_info {
 /*
  * One CPU's state of the BPF program, an element of an mmap'able array of
  * three cache lines: the first two written only by the program on that CPU
- * (the first is the hot path's: all that a logged wakeup reads or writes
- * there), the third only by userspace. Counts are in sampled wakeups:
- * userspace scales them by 2^sample_shift.
+ * (the first is the hot path's: all that a wakeup that repeats the CPU's last
+ * edge reads or writes there), the third only by userspace. Counts are in
+ * sampled wakeups: userspace scales them by 2^sample_shift.
+ *
+ * The run: the wakeups since the CPU's last change of edge, all of
+ * run_waker -> run_wakee, run_count of them (0: no run), to be written as
+ * record log_head / 2 of the wake log when the edge changes, in slot
+ * log_head / 2 - log_start, free while the run lasts. log_head counts
+ * records twice and is odd while the program writes a record and rewrites
+ * the run and log_start: userspace takes them between two equal even values
+ * of it (see wake.bpf.c).
  */
 struct wake_cpu_ctl {
-        __u64 log_head;      /* records written to this CPU's wake log */
-        __u64 log_limit;     /* log_head may grow up to this before log_tail is read again */
-        __u64 skipped;       /* interrupt context, idle task, kernel threads, self */
-        __u64 softirq_taken; /* of the wakeups taken (logged or cached), from softirq context */
-        __u64 lost;          /* the edge map full */
-        __u64 countdown;     /* calls to skip before the next sampled one */
+        __u64 log_head;  /* 2 x records written to this CPU's wake log; odd: writing one */
+        __u64 log_start; /* the record in the log's first slot (see wake.bpf.c) */
+        __u64 run_waker; /* the run's edge; 0 = no run */
+        __u64 run_wakee;
+        __u64 run_count;     /* wakeups in the run; 0 = no run */
+        __u32 skipped;       /* interrupt context, idle task, kernel threads, self (wraps) */
+        __u32 softirq_taken; /* of the wakeups taken (logged or cached), from softirq context
+                                (wraps) */
         __u32 log_base;      /* cfg: this CPU's first record in the wake log */
         __u32 log_mask;      /* cfg: records per CPU - 1 */
         __u32 thread_size;   /* cfg: THREAD_SIZE, the task's kernel stack */
@@ -141,10 +160,12 @@ struct wake_cpu_ctl {
         __u8 in_irq_handler; /* a hard IRQ's handler runs */
         __u8 in_hrtimer;     /* an hrtimer callback runs */
         __u8 cfg;            /* WAKE_CFG_* */
+        __u64 lost;          /* the edge map full */
+        __u64 countdown;     /* calls to skip before the next sampled one */
         __u64 cached;        /* counted in the edge cache (the log was full) */
         __u64 misses;        /* of those, edge cache misses: calls that took a way */
         __u64 task_addr[2];  /* scratch of the edge cache path */
-        __u64 pad1[4];
+        __u64 pad1[2];
         __u64 log_tail; /* written by userspace: records read from the log */
         __u64 pad2[7];
 };

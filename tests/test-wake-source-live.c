@@ -10,7 +10,8 @@
  * the sender's context), found as pairs with either source; hard-IRQ wakeups
  * (hrtimer expiry of a sleeper while busy tasks are current) attributed to
  * nobody; and the BPF source's counts checked against the program's runs
- * (every wakeup reported once).
+ * (every wakeup reported once) and a pipe pair's, edge by edge, against
+ * perf counters of sched_waking.
  *
  * Exits 77 when not root or when the kernel refuses the BPF program. If
  * tracefs is not mounted the perf test mounts it and unmounts it after.
@@ -22,12 +23,13 @@
  * model's rate thresholds (strong_min_rate, edge_min_rate) are divided by N:
  * the workloads wake N times less often there.
  * PLACED_TEST_SKIP=PATTERN skips the tests whose names match (cmocka's
- * skip filter, * and ?).
+ * skip filter, * and ?); PLACED_TEST_ONLY=PATTERN runs only those that do.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -36,8 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -661,6 +665,201 @@ static void need_tracefs(void) {
         }
 }
 
+/* The id of the tracepoint sched/sched_waking in tracefs (need_tracefs() first). */
+static int sched_waking_id(void) {
+        static const char *const paths[] = {
+                "/sys/kernel/tracing/events/sched/sched_waking/id",
+                "/sys/kernel/debug/tracing/events/sched/sched_waking/id",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                FILE *f = fopen(paths[i], "re");
+                int id = -1;
+                if (!f)
+                        continue;
+                if (fscanf(f, "%d", &id) != 1)
+                        id = -1;
+                fclose(f);
+                if (id >= 0)
+                        return id;
+        }
+        return -1;
+}
+
+/* A perf counter of sched_waking fired while task runs, for wakee only (its pid field). */
+static int waking_counter(int id, pid_t task, pid_t wakee) {
+        struct perf_event_attr a = {
+                .type = PERF_TYPE_TRACEPOINT,
+                .size = sizeof(a),
+                .config = (uint64_t)id,
+                .disabled = 1,
+        };
+        char filter[32];
+        int fd = (int)syscall(SYS_perf_event_open, &a, task, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        assert_true(fd >= 0);
+        snprintf(filter, sizeof(filter), "pid == %d", (int)wakee);
+        assert_int_equal(ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter), 0);
+        assert_int_equal(ioctl(fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        return fd;
+}
+
+static uint64_t counter_value(int fd) {
+        uint64_t v = 0;
+        assert_int_equal(read(fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+        return v;
+}
+
+static void pin_self(unsigned cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0)
+                _exit(126);
+}
+
+/* Bytes back and forth over two pipes between two children: a hands, b answers.
+ * Halfway, they swap CPUs. */
+typedef struct PingPong {
+        pid_t a, b;
+        int go, done, quit; /* our ends: a waits for go, says done, then waits for quit */
+} PingPong;
+
+static void ping_pong_start(PingPong *pp, unsigned round_trips, unsigned cpu_a, unsigned cpu_b) {
+        int there[2], back[2], go[2], done[2], quit[2];
+        assert_int_equal(pipe(there), 0);
+        assert_int_equal(pipe(back), 0);
+        assert_int_equal(pipe(go), 0);
+        assert_int_equal(pipe(done), 0);
+        assert_int_equal(pipe(quit), 0);
+        pp->b = fork();
+        assert_true(pp->b >= 0);
+        if (pp->b == 0) {
+                char c;
+                pin_self(cpu_b);
+                for (unsigned i = 0; read(there[0], &c, 1) == 1; i++) {
+                        if (i == round_trips / 2)
+                                pin_self(cpu_a);
+                        if (write(back[1], &c, 1) != 1)
+                                _exit(1);
+                }
+                _exit(0);
+        }
+        pp->a = fork();
+        assert_true(pp->a >= 0);
+        if (pp->a == 0) {
+                char c = 'x';
+                pin_self(cpu_a);
+                if (read(go[0], &c, 1) != 1)
+                        _exit(1);
+                for (unsigned i = 0; i < round_trips; i++) {
+                        if (i == round_trips / 2)
+                                pin_self(cpu_b);
+                        if (write(there[1], &c, 1) != 1 || read(back[0], &c, 1) != 1)
+                                _exit(1);
+                }
+                if (write(done[1], &c, 1) != 1 || read(quit[0], &c, 1) != 1)
+                        _exit(1);
+                _exit(0);
+        }
+        close(there[0]);
+        close(there[1]);
+        close(back[0]);
+        close(back[1]);
+        close(go[0]);
+        close(done[1]);
+        close(quit[0]);
+        pp->go = go[1];
+        pp->done = done[0];
+        pp->quit = quit[1];
+        assert_int_equal(fcntl(pp->done, F_SETFL, O_NONBLOCK), 0);
+}
+
+static void ping_pong_stop(PingPong *pp) {
+        close(pp->go);
+        close(pp->done);
+        close(pp->quit);
+        kill(pp->a, SIGKILL);
+        kill(pp->b, SIGKILL);
+        waitpid(pp->a, NULL, 0);
+        waitpid(pp->b, NULL, 0);
+}
+
+/* Adds the batch's counts of the edges a -> b and b -> a. */
+static void add_pair_counts(const WakeBatch *b, pid_t x, pid_t y, uint64_t *xy, uint64_t *yx) {
+        for (size_t i = 0; i < b->n_edges; i++) {
+                const WakeEdgeRecord *e = &b->edges[i];
+                if (e->waker == x && e->wakee == y)
+                        *xy += e->count;
+                else if (e->waker == y && e->wakee == x)
+                        *yx += e->count;
+        }
+}
+
+/*
+ * A pair's wakeups are counted exactly: a ping-pong over pipes between two
+ * children, read every 20 ms, sums per edge to what a perf counter of
+ * sched_waking saw, in the waker's context and filtered on the wakee. Apart
+ * (on two CPUs, if there are two), each CPU sees one edge: long runs, taken
+ * by many reads while they grow (wake.bpf.c), which end when the two swap
+ * CPUs halfway; together, the edge changes at every wakeup: one record per
+ * wakeup. And each with a tiny log and edge cache, so that runs end in the
+ * cache when the log is full.
+ */
+static void check_pair_counts_exact(bool apart, bool small) {
+        int id = sched_waking_id();
+        unsigned n_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+        WakeSourceOptions opts = { .sample_shift = -1 };
+        if (small)
+                opts.log_records = 16, opts.edge_cache_sets = 4;
+        WakeSource *s;
+        WakeBatch b = {};
+        PingPong pp;
+        uint64_t ab = 0, ba = 0;
+        char c;
+
+        assert_true(id >= 0);
+        assert_int_equal(wake_source_open(WAKE_SOURCE_BPF, &opts, &s, NULL), 0);
+        ping_pong_start(&pp, MAX(20000 / time_scale, 1000u), 0, apart && n_cpus > 1 ? 1 : 0);
+        int fd_ab = waking_counter(id, pp.a, pp.b), fd_ba = waking_counter(id, pp.b, pp.a);
+        assert_int_equal(wake_source_read(s, now_ns(), &b), 0);
+        add_pair_counts(&b, pp.a, pp.b, &ab, &ba);
+        assert_int_equal(ab + ba, 0);
+        assert_int_equal(write(pp.go, "g", 1), 1);
+        bool done = false;
+        for (int i = 0; i < 3000 && !done; i++) {
+                sleep_ms(20);
+                done = read(pp.done, &c, 1) == 1;
+                assert_int_equal(wake_source_read(s, now_ns(), &b), 0);
+                add_pair_counts(&b, pp.a, pp.b, &ab, &ba);
+        }
+        sleep_ms(20);
+        assert_int_equal(wake_source_read(s, now_ns(), &b), 0); /* after the last wakeups */
+        add_pair_counts(&b, pp.a, pp.b, &ab, &ba);
+        uint64_t want_ab = counter_value(fd_ab), want_ba = counter_value(fd_ba);
+        print_message("%s, %s: a->b %" PRIu64 " (perf %" PRIu64 "), b->a %" PRIu64 " (perf %" PRIu64
+                      ")\n",
+                      apart ? "apart" : "together", small ? "small log and cache" : "default sizes",
+                      ab, want_ab, ba, want_ba);
+        close(fd_ab);
+        close(fd_ba);
+        ping_pong_stop(&pp);
+        wake_batch_done(&b);
+        wake_source_free(s);
+        assert_true(done);
+        assert_true(want_ab + want_ba >= 100); /* the pair did wake each other */
+        assert_int_equal(ab, want_ab);
+        assert_int_equal(ba, want_ba);
+}
+
+static void test_bpf_pair_counts_exact(void **state) {
+        if (in_pid_namespace)
+                skip(); /* the counters' filter needs the wakee's global PID */
+        need_tracefs();
+        check_pair_counts_exact(true, false);
+        check_pair_counts_exact(false, false);
+        check_pair_counts_exact(true, true);
+        check_pair_counts_exact(false, true);
+}
+
 /* The perf fallback (forced, as wake_source = perf does) passes the same tests. */
 static void test_perf_pipe_pair(void **state) {
         need_tracefs();
@@ -811,10 +1010,13 @@ static void test_bpf_without_wakee_flips(void **state) {
 int main(void) {
         const char *scale = getenv("PLACED_TEST_TIME_SCALE");
         const char *skip_pattern = getenv("PLACED_TEST_SKIP");
+        const char *only_pattern = getenv("PLACED_TEST_ONLY");
         if (scale && atoi(scale) > 1)
                 time_scale = (unsigned)atoi(scale);
         if (skip_pattern && *skip_pattern)
                 cmocka_set_skip_filter(skip_pattern);
+        if (only_pattern && *only_pattern)
+                cmocka_set_test_filter(only_pattern);
         if (geteuid() != 0) {
                 printf("skipped: needs root (BPF, perf tracepoints)\n");
                 return 77;
@@ -841,6 +1043,7 @@ int main(void) {
                 cmocka_unit_test(test_bpf_mix),
                 cmocka_unit_test(test_bpf_counts_exact),
                 cmocka_unit_test(test_bpf_counts_exact_evicting),
+                cmocka_unit_test_teardown(test_bpf_pair_counts_exact, teardown_tracefs),
                 cmocka_unit_test(test_bpf_tcp_pair),
                 cmocka_unit_test(test_bpf_udp_pair),
                 cmocka_unit_test(test_bpf_timer_wakeups_skipped),

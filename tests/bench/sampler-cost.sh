@@ -17,7 +17,8 @@
 #   - the sampler's ns per wakeup: bpf_stats run_time_ns of all placed's
 #     programs but the task iterator (sched_waking and the IRQ, hrtimer and
 #     timer markers) / run_cnt of its sched_waking program, over the
-#     workload's run;
+#     workload's run; and of that, the sched_waking program's own (the rest
+#     is the markers');
 #   - the sampler's share of the machine's CPU: run_time_ns / (wall * CPUs);
 #   - the daemon's own share: utime + stime of placed (/proc/PID/stat) over the
 #     workload's run / (wall * CPUs);
@@ -111,18 +112,19 @@ for p in json.load(sys.stdin):
         print(p["id"])' "$1" "${2:-}"
 }
 
-# run_time_ns summed over the programs in PROG_IDS, run_cnt of PROG_ID.
+# run_time_ns summed over the programs in PROG_IDS, run_cnt and run_time_ns of PROG_ID.
 prog_stats() {
         bpftool prog show -j | python3 -c '
 import json, sys
 ids = set(int(i) for i in sys.argv[2].split())
-ns = cnt = 0
+ns = cnt = own = 0
 for p in json.load(sys.stdin):
     if p["id"] in ids:
         ns += p.get("run_time_ns", 0)
     if p["id"] == int(sys.argv[1]):
         cnt = p.get("run_cnt", 0)
-print(ns, cnt)' "$PROG_ID" "$PROG_IDS"
+        own = p.get("run_time_ns", 0)
+print(ns, cnt, own)' "$PROG_ID" "$PROG_IDS"
 }
 
 # utime + stime of a process, in clock ticks.
@@ -171,7 +173,7 @@ workload() {
         esac
 }
 
-# One run: prints "workload mode rep wall_ns bpf_ns bpf_cnt daemon_ticks".
+# One run: prints "workload mode rep wall_ns bpf_ns bpf_cnt daemon_ticks own_ns".
 run_one() {
         local w=$1 mode=$2 rep=$3 t0 t1 s0 s1 d0=0 d1=0
         if [ "$mode" = placed ]; then
@@ -187,9 +189,10 @@ run_one() {
                 d1=$(proc_ticks "$PLACED_PID")
                 placed_stop
                 set -- $s0 $s1
-                echo "$w $mode $rep $((t1 - t0)) $(($3 - $1)) $(($4 - $2)) $((d1 - d0))"
+                echo "$w $mode $rep $((t1 - t0)) $(($4 - $1)) $(($5 - $2)) $((d1 - d0))" \
+                        "$(($6 - $3))"
         else
-                echo "$w $mode $rep $((t1 - t0)) 0 0 0"
+                echo "$w $mode $rep $((t1 - t0)) 0 0 0 0"
         fi
 }
 
@@ -213,9 +216,10 @@ import json, statistics, sys
 runs_path, out_path, ncpu, hz, placed, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 runs = {}
 for line in open(runs_path):
-    w, mode, rep, wall, bpf_ns, bpf_cnt, ticks = line.split()
+    w, mode, rep, wall, bpf_ns, bpf_cnt, ticks, own_ns = line.split()
     runs.setdefault(w, {}).setdefault(int(rep), {})[mode] = dict(
-        wall_ns=int(wall), bpf_ns=int(bpf_ns), bpf_cnt=int(bpf_cnt), daemon_ticks=int(ticks))
+        wall_ns=int(wall), bpf_ns=int(bpf_ns), bpf_cnt=int(bpf_cnt), daemon_ticks=int(ticks),
+        own_ns=int(own_ns))
 
 def summary(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)} if xs else None
@@ -225,6 +229,7 @@ for w, by_rep in runs.items():
     pairs = [r for r in by_rep.values() if "kernel" in r and "placed" in r]
     p = [r["placed"] for r in pairs]
     ns_per = [r["bpf_ns"] / r["bpf_cnt"] for r in p if r["bpf_cnt"]]
+    own_per = [r["own_ns"] / r["bpf_cnt"] for r in p if r["bpf_cnt"]]
     cap = [r["wall_ns"] * ncpu for r in p]
     bpf_pct = [100.0 * r["bpf_ns"] / c for r, c in zip(p, cap)]
     daemon_pct = [100.0 * r["daemon_ticks"] * 1e9 / hz / c for r, c in zip(p, cap)]
@@ -234,6 +239,7 @@ for w, by_rep in runs.items():
     result["workloads"][w] = {
         "pairs": len(pairs),
         "ns_per_wakeup": summary(ns_per),
+        "own_ns_per_wakeup": summary(own_per),
         "wakeups_per_s": summary(wakeups_per_s),
         "sampler_cpu_pct": summary(bpf_pct),
         "daemon_cpu_pct": summary(daemon_pct),
@@ -252,10 +258,11 @@ def fmt(s, spec, unit=""):
     return f"{s['median']:{spec}}{unit} ({s['min']:{spec}}–{s['max']:{spec}})"
 
 print(f"\nSampler cost, {ncpu} CPUs, {reps} alternations (median (min–max)); {out_path}\n")
-print("| workload | ns/wakeup | wakeups/s | sampler CPU | daemon CPU | sampler+daemon | wall placed/kernel |")
-print("|---|---|---|---|---|---|---|")
+print("| workload | ns/wakeup | of which sched_waking's | wakeups/s | sampler CPU | daemon CPU | sampler+daemon | wall placed/kernel |")
+print("|---|---|---|---|---|---|---|---|")
 for w, r in result["workloads"].items():
-    print(f"| {w} | {fmt(r['ns_per_wakeup'], '.0f')} | {fmt(r['wakeups_per_s'], '.3g')} "
+    print(f"| {w} | {fmt(r['ns_per_wakeup'], '.0f')} | {fmt(r['own_ns_per_wakeup'], '.0f')} "
+          f"| {fmt(r['wakeups_per_s'], '.3g')} "
           f"| {fmt(r['sampler_cpu_pct'], '.3f', '%')} | {fmt(r['daemon_cpu_pct'], '.3f', '%')} "
           f"| {fmt(r['total_cpu_pct'], '.3f', '%')} | {fmt(r['wall_ratio'], '.3f')} |")
 EOF
