@@ -397,26 +397,40 @@ static void pipeline_sample_tasks(Pipeline *p) {
         }
 }
 
+/*
+ * A CPU whose /proc/stat counters did not move since the last tick (a tick
+ * shorter than one of its jiffies) tells nothing new: its figures of the tick
+ * before stand, rather than a CPU that looks idle or drops out of the
+ * published series for a tick.
+ */
 static void pipeline_sample_cpus(Pipeline *p, const Topology *topo, uint64_t now_ns) {
+        IdleCpuStats st;
         if (cpustat_refresh(p->cpustat) >= 0)
                 for (unsigned cpu = 0; cpu < topo->n_cpus; cpu++) {
                         const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
+                        if (!cpustat_no_news(c))
+                                p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
                 }
         if (!p->idle_stats)
                 ;
         else if (p->idle && idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC) > 0) {
-                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++)
-                        (void)idle_cpu_derive(idle_sampler_cpu(p->idle, cpu),
-                                              cpustat_cpu(p->cpustat, cpu), &p->idle_stats[cpu]);
+                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++) {
+                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
+                        if (idle_cpu_derive(idle_sampler_cpu(p->idle, cpu), c, &st) > 0 ||
+                            !cpustat_no_news(c))
+                                p->idle_stats[cpu] = st;
+                }
                 (void)energy_estimate(&p->energy_model, p->idle, p->idle_stats, p->n_idle_stats,
                                       &p->energy);
         } else if (!p->idle && cpustat_refresh_irqs(p->cpustat) > 0) {
                 /* No cpuidle driver: busy time, and interrupts as the wakeups. */
-                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++)
-                        (void)idle_cpu_derive_stateless(cpustat_cpu(p->cpustat, cpu),
-                                                        (now_ns - p->last_cpus_ns) / NSEC_PER_USEC,
-                                                        &p->idle_stats[cpu]);
+                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++) {
+                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
+                        if (idle_cpu_derive_stateless(c, (now_ns - p->last_cpus_ns) / NSEC_PER_USEC,
+                                                      &st) > 0 ||
+                            !cpustat_no_news(c))
+                                p->idle_stats[cpu] = st;
+                }
                 (void)energy_estimate(&p->energy_model, NULL, p->idle_stats, p->n_idle_stats,
                                       &p->energy);
         }

@@ -247,3 +247,7 @@ double cpustat_busy_frac(const CpuStatCpu *c) {
                 return -1; /* shorter than one tick: no information */
         return (double)c->delta_busy_ticks / (double)total;
 }
+
+bool cpustat_no_news(const CpuStatCpu *c) {
+        return c && c->has_delta && c->delta_busy_ticks + c->delta_idle_ticks == 0;
+}

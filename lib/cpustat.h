@@ -74,6 +74,10 @@ const CpuStatCpu *cpustat_cpu(const CpuStat *cs, unsigned cpu);
 /* Return: busy share of the last interval in [0, 1], or -1 without a delta
  * (or when the interval was shorter than one tick). */
 double cpustat_busy_frac(const CpuStatCpu *c);
+/* Return: whether the CPU is online and was sampled twice, but its counters
+ * did not move in between (an interval shorter than one of its ticks): no
+ * new information, so the figures of the interval before still stand. */
+bool cpustat_no_news(const CpuStatCpu *c);
 
 static inline void cpustat_freep(CpuStat **p) {
         cpustat_free(*p);

@@ -171,8 +171,14 @@ static void test_cpu_gone_and_errors(void **state) {
         assert_int_equal(cpustat_refresh(cs), 1);
         assert_true(cpustat_cpu(cs, 1)->present);
         assert_false(cpustat_cpu(cs, 1)->has_delta);
-        /* No time passed on cpu2: no information rather than 0 % busy. */
+        /* No time passed on cpu2: no information rather than 0 % busy, and
+         * no news (its figures before stand); a CPU just back, or gone, or
+         * whose counters moved, is not "no news". */
         assert_true(cpustat_busy_frac(cpustat_cpu(cs, 2)) < 0);
+        assert_true(cpustat_no_news(cpustat_cpu(cs, 2)));
+        assert_false(cpustat_no_news(cpustat_cpu(cs, 1)));
+        assert_false(cpustat_no_news(cpustat_cpu(cs, 0)));
+        assert_false(cpustat_no_news(NULL));
 
         write_stat(c, "cpu0 3 0 0\n");
         assert_int_equal(cpustat_refresh(cs), -EBADMSG);
