@@ -195,20 +195,6 @@ done
 [ -n "$pair_child" ] || fail "perf bench sched pipe did not fork its partner"
 pair_affinity() { echo "$(in_ns_allowed "$pair") $(in_ns_allowed "$pair_child")"; }
 [ "$(pair_affinity)" = "$all $all" ] || fail "the pair does not start on all CPUs: $(pair_affinity)"
-pair_packed() {
-    local a b
-    a=$(in_ns_allowed "$pair")
-    b=$(in_ns_allowed "$pair_child")
-    [[ $a =~ ^[0-9]+$ ]] && [ "$a" = "$b" ]
-}
-# packs_within SECONDS: placed packs the pair within SECONDS (its ticks are 1 s).
-packs_within() {
-    for _ in $(seq $(($1 * 10))); do
-        pair_packed && return 0
-        sleep 0.1
-    done
-    return 1
-}
 # restored WHAT: the pair has all CPUs, and no idle value is changed.
 restored() {
     [ "$(pair_affinity)" = "$all $all" ] || fail "$1: the pair has $(pair_affinity), expected $all $all"
