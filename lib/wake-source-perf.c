@@ -331,20 +331,36 @@ static bool perf_raw_task(const char *raw, uint32_t raw_size, unsigned pid_offse
         return true;
 }
 
+/*
+ * A sample record of size bytes: its header, the fields its sample_type asks
+ * for before the raw data (copied to ids, ids_size bytes), the raw data's
+ * size, the raw data. Returns: the raw data, its size in *ret_raw_size, or
+ * NULL when the record is too short for what it says it holds.
+ */
+static const char *perf_sample_raw(const char *rec, size_t size, void *ids, size_t ids_size,
+                                   uint32_t *ret_raw_size) {
+        const char *body = rec + sizeof(struct perf_event_header);
+        uint32_t raw_size;
+        if (size < sizeof(struct perf_event_header) + ids_size + sizeof(raw_size))
+                return NULL;
+        memcpy(ids, body, ids_size);
+        memcpy(&raw_size, body + ids_size, sizeof(raw_size));
+        if (sizeof(struct perf_event_header) + ids_size + sizeof(raw_size) + raw_size > size)
+                return NULL;
+        *ret_raw_size = raw_size;
+        return body + ids_size + sizeof(raw_size);
+}
+
 static int perf_take_sample(PerfSource *s, WakeBatch *b, const char *rec, size_t size) {
         struct {
                 uint32_t pid, tid;
                 uint64_t time;
-                uint32_t raw_size;
         } __attribute__((packed)) h;
-        if (size < sizeof(struct perf_event_header) + sizeof(h))
-                return 0;
-        memcpy(&h, rec + sizeof(struct perf_event_header), sizeof(h));
-        const char *raw = rec + sizeof(struct perf_event_header) + sizeof(h);
+        uint32_t raw_size;
+        const char *raw = perf_sample_raw(rec, size, &h, sizeof(h), &raw_size);
         int32_t global;
         char comm[WAKE_COMM_LEN];
-        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
-            !perf_raw_task(raw, h.raw_size, s->pid_offset, s->comm_offset, &global, comm))
+        if (!raw || !perf_raw_task(raw, raw_size, s->pid_offset, s->comm_offset, &global, comm))
                 return 0;
         pid_t wakee = perf_sample_wakee(s, global, comm);
         bool softirq = false;
@@ -365,16 +381,13 @@ static int perf_take_sample(PerfSource *s, WakeBatch *b, const char *rec, size_t
 static int perf_take_switch(PerfSource *s, const char *rec, size_t size) {
         struct {
                 uint32_t pid, tid;
-                uint32_t raw_size;
         } __attribute__((packed)) h;
-        if (size < sizeof(struct perf_event_header) + sizeof(h))
-                return 0;
-        memcpy(&h, rec + sizeof(struct perf_event_header), sizeof(h));
-        const char *raw = rec + sizeof(struct perf_event_header) + sizeof(h);
+        uint32_t raw_size;
+        const char *raw = perf_sample_raw(rec, size, &h, sizeof(h), &raw_size);
         int32_t global;
         char comm[WAKE_COMM_LEN];
-        if (sizeof(struct perf_event_header) + sizeof(h) + h.raw_size > size ||
-            !perf_raw_task(raw, h.raw_size, s->prev_pid_offset, s->prev_comm_offset, &global, comm))
+        if (!raw ||
+            !perf_raw_task(raw, raw_size, s->prev_pid_offset, s->prev_comm_offset, &global, comm))
                 return 0;
         if ((int32_t)h.tid <= 0 || global <= 0)
                 return 0; /* outside placed's namespace, or idle */
