@@ -92,10 +92,21 @@ cpus_online() {
     tr ',' '\n' </sys/devices/system/cpu/online | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done
 }
 
+# all_cpus_in FILE: a busy-ratio sample for every online CPU.
+all_cpus_in() {
+    local cpu
+    for cpu in $(cpus_online); do
+        grep -q "^placed_cpu_busy_ratio{cpu=\"$cpu\"}" "$1" || return 1
+    done
+}
+
 check_formats() {
     wait_for 5 test -s "$textfile" || { cat "$T/placed.log"; fail "no textfile $textfile"; }
-    # per-CPU figures come from the second tick on
-    wait_for 5 grep -q '^placed_cpu_busy_ratio' "$textfile" || fail "no per-CPU series: $(cat "$textfile")"
+    # Per-CPU figures come from the second tick on, and for each CPU once its
+    # /proc/stat counters have moved (an idle CPU without its tick can take a
+    # few ticks): wait for every online CPU, or the two formats below, read a
+    # tick apart, can differ by a CPU that just arrived.
+    wait_for 5 all_cpus_in "$textfile" || fail "not every online CPU in the per-CPU series: $(grep '^placed_cpu_busy_ratio' "$textfile")"
     metrics "$T/om.txt"
     metrics "$T/prom.txt" --format prometheus
     promtool_clean "$T/prom.txt" "placectl metrics --format prometheus"

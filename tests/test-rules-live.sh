@@ -37,6 +37,19 @@ rules_conf() {
     live_config "$1/placed"
 }
 
+# pair_state: each task's state, CPUs and context switches over 1 s (is the
+# pair exchanging at all?), for a failure's message.
+pair_state() {
+    local pid a b
+    for pid in "$pair_parent" "$pair_child"; do
+        a=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+        sleep 1
+        b=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+        printf '%s %s on %s, %s switches/s; ' "$pid" "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" \
+            "$(cpus_allowed "$pid")" "$((${b:-0} - ${a:-0}))"
+    done
+}
+
 # pair_unpinned_and_unjournaled: both tasks on all CPUs, and never journaled.
 pair_all() { pair_is "$all" "$all"; }
 
@@ -94,7 +107,7 @@ step_never_pack() {
     local log=$T/never/placed.log
     if ! wait_for_ms 3000 grep -q "Leaving [a-z]* group .*rule \"spread-bench\" (never-pack)" "$log"; then
         cat "$log" >&2
-        fail "2. placed never decided for the pair under the never-pack rule"
+        fail "2. placed never decided for the pair under the never-pack rule; the pair: $(pair_state)"
     fi
     stays "$log" 2000 pair_all || fail "2. the never-pack pair was pinned: $(pair_affinity)"
     ! journal_ever_task "$pair_parent" "$pair_child" || fail "2. never-pack pair journaled: $(journal_records)"
