@@ -181,6 +181,48 @@ static int bpf_map_arrays(BpfWake *s) {
         return 0;
 }
 
+/*
+ * Attaches the programs one by one, in an order that never leaves a context
+ * marker set. The skeleton's own attach goes in declaration order, entry
+ * before exit: a handler that ran between the two would set its CPU's
+ * marker and never clear it, and every wakeup on that CPU would be taken
+ * for the handler's (skipped) until the next handler of its kind, which on
+ * an idle tickless CPU may be seconds away. So: every exit, then every
+ * entry, then sched_waking (which reads the markers), then the iterator.
+ * Return: 0, -EINVAL if the object has a program the list does not name,
+ * or the attach's negative errno.
+ */
+static int bpf_attach_ordered(struct wake_bpf *skel) {
+        const struct {
+                struct bpf_program *prog;
+                struct bpf_link **link;
+        } order[] = {
+                { skel->progs.wake_irq_exit, &skel->links.wake_irq_exit },
+                { skel->progs.wake_hrtimer_exit, &skel->links.wake_hrtimer_exit },
+                { skel->progs.wake_timer_exit, &skel->links.wake_timer_exit },
+                { skel->progs.wake_irq_entry, &skel->links.wake_irq_entry },
+                { skel->progs.wake_hrtimer_entry, &skel->links.wake_hrtimer_entry },
+                { skel->progs.wake_timer_entry, &skel->links.wake_timer_entry },
+                { skel->progs.wake_sched_waking, &skel->links.wake_sched_waking },
+                { skel->progs.wake_task_iter, &skel->links.wake_task_iter },
+        };
+        struct bpf_program *prog;
+        size_t n = 0;
+
+        bpf_object__for_each_program(prog, skel->obj) {
+                n++;
+        }
+        if (n != ELEMENTSOF(order))
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+                struct bpf_link *link = bpf_program__attach(order[i].prog);
+                if (!link)
+                        return negative_errno();
+                *order[i].link = link;
+        }
+        return 0;
+}
+
 static int bpf_wake_load(BpfWake *s) {
         struct wake_bpf *skel = wake_bpf__open();
         int r;
@@ -201,7 +243,7 @@ static int bpf_wake_load(BpfWake *s) {
         }
         r = wake_bpf__load(skel);
         if (r == 0)
-                r = wake_bpf__attach(skel);
+                r = bpf_attach_ordered(skel);
         if (r < 0) {
                 wake_bpf__destroy(skel);
                 return r < 0 ? r : -EIO;

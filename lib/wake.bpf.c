@@ -38,7 +38,9 @@
  *    stack: attributed, but not counted as softirq;
  *  - softirqs in ksoftirqd run on its stack, and it is a kernel thread,
  *    skipped by default like the idle task. Markers are plain stores, set
- *    and cleared, not counts: a missed run heals at the next one.
+ *    and cleared, not counts: a missed run heals at the next one. Userspace
+ *    attaches every exit before any entry (bpf_attach_ordered()), so that
+ *    attaching never leaves a marker set with its clearing run unattached.
  * __preempt_count would tell all this in one load, but it is a per-CPU
  * variable the kernel resolves for BPF only with CONFIG_KALLSYMS_ALL, which
  * some kernels lack.

@@ -1007,6 +1007,78 @@ static void test_bpf_without_wakee_flips(void **state) {
         assert_true(found);
 }
 
+/* The highest BPF link id in use now (0: none). */
+static uint32_t last_link_id(void) {
+        uint32_t id = 0, next;
+        while (bpf_link_get_next_id(id, &next) == 0)
+                id = next;
+        return id;
+}
+
+/* A link's program name (truncated by the kernel to 15 characters); 0 or negative errno. */
+static int link_prog_name(uint32_t link_id, char *name, size_t size) {
+        struct bpf_link_info link = { 0 };
+        struct bpf_prog_info prog = { 0 };
+        uint32_t len = sizeof(link);
+        int fd = bpf_link_get_fd_by_id(link_id), r;
+        if (fd < 0)
+                return -errno;
+        r = bpf_obj_get_info_by_fd(fd, &link, &len);
+        close(fd);
+        if (r < 0)
+                return -errno;
+        fd = bpf_prog_get_fd_by_id(link.prog_id);
+        if (fd < 0)
+                return -errno;
+        len = sizeof(prog);
+        r = bpf_obj_get_info_by_fd(fd, &prog, &len);
+        close(fd);
+        if (r < 0)
+                return -errno;
+        snprintf(name, size, "%s", prog.name);
+        return 0;
+}
+
+/*
+ * The context markers are attached exits first, then entries, then
+ * sched_waking: an entry attached before its exit could see a handler begin
+ * and miss its end, leaving the CPU marked and its wakeups skipped until the
+ * next handler of that kind. Link ids grow with each attach, so the order of
+ * attaching is the order of the ids. (The skeleton's own attach, in
+ * declaration order, put each entry before its exit.)
+ */
+static void test_bpf_markers_attach_order(void **state) {
+        (void)state;
+        uint32_t start = last_link_id(), id, max_exit = 0, min_entry = UINT32_MAX;
+        uint32_t max_entry = 0, waking = 0;
+        unsigned n_exit = 0, n_entry = 0;
+        WakeSource *s;
+
+        assert_int_equal(wake_source_open(WAKE_SOURCE_BPF, NULL, &s, NULL), 0);
+        for (id = start; bpf_link_get_next_id(id, &id) == 0;) {
+                char name[BPF_OBJ_NAME_LEN];
+                if (link_prog_name(id, name, sizeof(name)) < 0 || strncmp(name, "wake_", 5) != 0)
+                        continue;
+                print_message("link %u: %s\n", id, name);
+                if (strstr(name, "_ex")) {
+                        n_exit++;
+                        max_exit = MAX(max_exit, id);
+                } else if (strstr(name, "_en")) {
+                        n_entry++;
+                        min_entry = MIN(min_entry, id);
+                        max_entry = MAX(max_entry, id);
+                } else if (strncmp(name, "wake_sched", 10) == 0) {
+                        waking = id;
+                }
+        }
+        wake_source_free(s);
+        assert_int_equal(n_exit, 3);
+        assert_int_equal(n_entry, 3);
+        assert_true(waking != 0);
+        assert_true(max_exit < min_entry);
+        assert_true(max_entry < waking);
+}
+
 int main(void) {
         const char *scale = getenv("PLACED_TEST_TIME_SCALE");
         const char *skip_pattern = getenv("PLACED_TEST_SKIP");
@@ -1047,6 +1119,7 @@ int main(void) {
                 cmocka_unit_test(test_bpf_tcp_pair),
                 cmocka_unit_test(test_bpf_udp_pair),
                 cmocka_unit_test(test_bpf_timer_wakeups_skipped),
+                cmocka_unit_test(test_bpf_markers_attach_order),
                 cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_messaging_mesh, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_fanout, teardown_tracefs),
