@@ -730,9 +730,12 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                 bool was = old && old->managed, is = pg && pg->managed;
 
                 if (!was && !is) {
-                        /* Why a non-solo group stays with the kernel, when the why changes. */
+                        /* Why a non-solo group stays with the kernel, when the why or
+                         * what the group is changes (a solo that became a pair under the
+                         * same never-pack rule keeps the rule's reason). */
                         if (pg && g->class != GROUP_SOLO &&
-                            (!old || strcmp(old->reason, pg->reason) != 0))
+                            (!old || old->class != pg->class ||
+                             strcmp(old->reason, pg->reason) != 0))
                                 log_debug("Leaving %s group %" PRIu64 " (first task %d) to the "
                                           "kernel: %s",
                                           group_class_to_string(g->class), g->id,
