@@ -3,7 +3,8 @@
 # balanced, a lockstep pipe pair (perf bench sched pipe: two processes, both
 # named "sched-pipe"):
 #   1. the pair is packed onto one CPU within two ticks, and kept after its
-#      trial because it made more hand-offs per second packed than spread;
+#      trial because it made more hand-offs per second packed than spread
+#      (by its third trial: the host can slow one, see the step);
 #   2. SIGTERM restores both affinities and empties the journal;
 #   3. after SIGKILL the pair stays pinned until "placed --restore", which is
 #      idempotent; 4. --restore is refused while a daemon holds the journal;
@@ -27,40 +28,59 @@ all=$(online_cpus)
 live_config balanced
 live_config exclude '[exclude]' 'comm = sched-pipe perf'
 
+# pair_verdicts LOG: the trials' verdicts on the pair so far, one a line.
+pair_verdicts() { grep -E "Keeping pair group|Handing pair group .*did worse" "$1" || true; }
+# pair_verdicts_at_least LOG N: N verdicts or more.
+pair_verdicts_at_least() { [ "$(pair_verdicts "$1" | wc -l)" -ge "$2" ]; }
+
 step_pack_and_sigterm() {
     pair_start
     local orig
     orig="$(live_orig "$pair_parent") $(live_orig "$pair_child")"
     [ "$orig" = "$all $all" ] || fail "the pair does not start on all CPUs ($orig, online $all)"
+    # The shipped (or scaled) profiles with a back-off of 500 ms after a
+    # trial that did worse, so that a retry waits only for the dwell.
+    local src=${live_profiles_dir:-$(live_scaled_profiles)}
+    live_profiles_dir=$T/profiles-retry
+    rm -rf "$live_profiles_dir"
+    cp -r "${src:-$PLACED_SRC/conf/profiles}" "$live_profiles_dir"
+    printf '\n[trial]\nbackoff_ms = 500\n' >>"$live_profiles_dir/balanced.conf"
     live_placed_start balanced
-    wait_packed "$T/balanced.log"
-    grep -q "Placing pair group .*sched-pipe" "$T/balanced.log" ||
-        fail "packed, but placed did not log placing a pair: $(cat "$T/balanced.log")"
+    local log=$T/balanced.log
+    wait_packed "$log"
+    grep -q "Placing pair group .*sched-pipe" "$log" ||
+        fail "packed, but placed did not log placing a pair: $(cat "$log")"
     ok "1. pair $pair_parent/$pair_child packed onto CPU $(cpus_allowed "$pair_parent") ${packed_ms} ms after placed started"
     # The trial: kept because the pair measured faster packed than spread, or
     # (a tick disturbed by the host) no slower beyond its tick-to-tick noise
-    # after [trial] max_ticks. On a real CPU a lockstep pair gains; under
-    # emulation (qemu TCG, PLACED_PACKING_MAY_LOSE=1) it may not, and then the
-    # verdict must agree with its own figures: handed back because it did
-    # worse. The verdict takes 2 to 8 ticks.
-    local verdict placed kernel
-    wait_for_ms 4000 grep -Eq "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log" ||
-        fail "1. no verdict on the packed pair's trial: $(cat "$T/balanced.log")"
-    verdict=$(grep -m1 -E "Keeping pair group|Handing pair group .*did worse" "$T/balanced.log")
-    case $verdict in
-    *Keeping*)
-        read -r placed kernel < <(echo "$verdict" |
-            sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
-        [ "$placed" -gt "$kernel" ] || [[ $verdict == *"no change beyond their noise"* ]] ||
-            fail "1. kept without gaining: $verdict"
-        ;;
-    *)
-        [ -n "${PLACED_PACKING_MAY_LOSE:-}" ] || fail "1. a lockstep pair did worse packed: $verdict"
+    # after [trial] max_ticks. The host can also slow the packed pair for a
+    # whole trial (1 run in 20 here: 108k handoffs/s packed against its usual
+    # 137k-147k); then placed hands it back, rightly, and tries again after
+    # its back-off. So each verdict must agree with its own figures, and on a
+    # real CPU the pair must be kept by its third trial. Under emulation (qemu
+    # TCG, PLACED_PACKING_MAY_LOSE=1) a lockstep pair may not gain at all: a
+    # verdict of "did worse" that agrees with its figures ends the check.
+    # A verdict takes 2 to 8 ticks.
+    local verdict placed kernel n
+    for n in 1 2 3; do
+        # A retry waits out the dwell ([hysteresis] dwell_ms, 5 s) as well.
+        wait_for_ms $((n == 1 ? 4000 : 8000)) pair_verdicts_at_least "$log" $n ||
+            fail "1. no verdict on the packed pair's trial $n: $(cat "$log")"
+        verdict=$(pair_verdicts "$log" | sed -n "${n}p")
+        if [[ $verdict == *Keeping* ]]; then
+            read -r placed kernel < <(echo "$verdict" |
+                sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
+            [ "$placed" -gt "$kernel" ] || [[ $verdict == *"no change beyond their noise"* ]] ||
+                fail "1. kept without gaining: $verdict"
+            break
+        fi
         read -r kernel placed < <(echo "$verdict" |
             sed -E 's/.*did worse \(([0-9]+) -> ([0-9]+) handoffs\/s.*/\1 \2/')
         [ "$placed" -lt "$kernel" ] || fail "1. handed back without losing: $verdict"
-        ;;
-    esac
+        [ -z "${PLACED_PACKING_MAY_LOSE:-}" ] || break
+        [ "$n" -lt 3 ] || fail "1. a lockstep pair did worse packed in three trials: $(pair_verdicts "$log")"
+        ok "1. trial $n handed the pair back: ${verdict#*: }"
+    done
     ok "1. trial verdict: ${verdict#*: }"
 
     placed_stop TERM
