@@ -323,7 +323,7 @@ static int reset_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_erro
 }
 
 static int method_reset_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return bus_authorize_then(msg, userdata, "org.placed1.set-profile",
+        return bus_authorize_then(msg, userdata, PLACED_ACTION_SET_PROFILE,
                                   reset_profile_authorized, error);
 }
 
@@ -859,6 +859,28 @@ static int bus_on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error
 
 static int bus_setup(Manager *m, const char *spec);
 
+/* The followed daemon's reports (follow.c) go to the manager. */
+static void bus_follow_update(void *userdata, const char *daemon, const char *ppd_profile) {
+        manager_follow_update(userdata, daemon, ppd_profile);
+}
+
+static void bus_follow_lost(void *userdata) {
+        manager_follow_lost(userdata);
+}
+
+/* Watches the power-profiles API on m->bus, once; its slots live on this connection. */
+static void bus_follow_start(Manager *m) {
+        if (m->follow || !m->bus)
+                return;
+        const FollowReport report = { bus_follow_update, bus_follow_lost, m };
+        (void)follow_new(m->bus, m->bus_description, m->opts.procfs_root, &report, &m->follow);
+}
+
+/* What the daemon said last stays in force: a reconnect asks again. */
+static void bus_follow_stop(Manager *m) {
+        m->follow = follow_free(m->follow);
+}
+
 /* Every BUS_RECONNECT_USEC while running on a bus: reconnect if it went away. */
 static void bus_on_reconnect_timer(void *userdata) {
         Manager *m = userdata;
@@ -880,7 +902,7 @@ static void bus_on_reconnect_timer(void *userdata) {
         loop_attach_bus(m->loop, m->bus);
         log_notice("Reconnected to %s; %s is served again.", m->bus_description, PLACED_BUS_NAME);
         if (m->config.follow == FOLLOW_POWER_PROFILES)
-                (void)follow_start(m);
+                bus_follow_start(m);
         bus_emit_properties_changed(m, "ActiveProfile", "ActiveProfileSource",
                                     "ActiveProfileReason", "Holds", "Mode", NULL);
 }
@@ -970,9 +992,9 @@ int bus_open(Manager *m, const char *spec) {
 
 void bus_apply_follow(Manager *m) {
         if (m->config.follow != FOLLOW_POWER_PROFILES)
-                follow_stop(m);
+                bus_follow_stop(m);
         else if (m->bus)
-                (void)follow_start(m);
+                bus_follow_start(m);
         else
                 log_warning("follow = power-profiles needs D-Bus (--bus); not following.");
 }
@@ -980,7 +1002,7 @@ void bus_apply_follow(Manager *m) {
 void bus_close(Manager *m) {
         if (!m->bus)
                 return;
-        follow_stop(m); /* its slots live on this connection */
+        bus_follow_stop(m); /* its slots live on this connection */
         if (m->loop)
                 loop_detach_bus(m->loop);
         m->bus = sd_bus_flush_close_unref(m->bus);

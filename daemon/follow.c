@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 #include "macro.h"
 
@@ -51,8 +52,9 @@ typedef struct FollowApi {
 } FollowApi;
 
 struct Follow {
-        Manager *m;
-        sd_bus *bus; /* referenced */
+        FollowReport report;
+        const char *procfs_root; /* the caller's */
+        sd_bus *bus;             /* referenced */
         FollowApi apis[2];
 };
 
@@ -68,7 +70,8 @@ static void follow_report(Follow *f) {
         for (size_t i = 0; i < ELEMENTSOF(f->apis); i++) {
                 FollowApi *a = &f->apis[i];
                 if (a->owner && a->profile[0]) {
-                        manager_follow_update(f->m, a->daemon[0] ? a->daemon : a->name, a->profile);
+                        f->report.update(f->report.userdata, a->daemon[0] ? a->daemon : a->name,
+                                         a->profile);
                         return;
                 }
         }
@@ -76,7 +79,7 @@ static void follow_report(Follow *f) {
         bool any_owner = f->apis[0].owner || f->apis[1].owner;
         bool asking = f->apis[0].owner_call || f->apis[1].owner_call;
         if (!any_owner && !asking)
-                manager_follow_lost(f->m);
+                f->report.lost(f->report.userdata);
 }
 
 static int follow_take_profile(FollowApi *a, const char *profile) {
@@ -122,7 +125,7 @@ static void follow_get_profile(FollowApi *a) {
 /* The daemon's name from its command line: argv[0]'s base name, past an interpreter. */
 static void follow_name_daemon(FollowApi *a, uint32_t pid) {
         char path[PATH_MAX], buf[512];
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cmdline", a->follow->m->opts.procfs_root, pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cmdline", a->follow->procfs_root, pid);
         FILE *fp = fopen(path, "re");
         if (!fp)
                 return;
@@ -280,7 +283,7 @@ static int follow_watch_api(Follow *f, FollowApi *a) {
                                         "GetNameOwner", follow_on_name_owner, a, "s", a->name);
 }
 
-static Follow *follow_free(Follow *f) {
+Follow *follow_free(Follow *f) {
         if (!f)
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(f->apis); i++) {
@@ -297,14 +300,15 @@ static Follow *follow_free(Follow *f) {
         return NULL;
 }
 
-int follow_start(Manager *m) {
-        if (m->follow || !m->bus)
-                return 0;
+int follow_new(sd_bus *bus, const char *bus_description, const char *procfs_root,
+               const FollowReport *report, Follow **ret) {
+        const char *where = bus_description ? bus_description : "D-Bus";
         Follow *f = calloc(1, sizeof(*f));
         if (!f)
                 return log_error_errno(ENOMEM, "Cannot follow power-profiles: %m");
-        f->m = m;
-        f->bus = sd_bus_ref(m->bus);
+        f->report = *report;
+        f->procfs_root = procfs_root;
+        f->bus = sd_bus_ref(bus);
         int r = 0;
         for (size_t i = 0; i < ELEMENTSOF(f->apis) && r >= 0; i++) {
                 f->apis[i] = (FollowApi){ .name = follow_apis[i].name,
@@ -314,20 +318,11 @@ int follow_start(Manager *m) {
         }
         if (r < 0) {
                 follow_free(f);
-                return log_warning_errno(r,
-                                         "Cannot watch the power-profiles API on %s; not "
-                                         "following: %m",
-                                         m->bus_description ? m->bus_description : "D-Bus");
+                return log_warning_errno(
+                        r, "Cannot watch the power-profiles API on %s; not following: %m", where);
         }
-        m->follow = f;
         log_info("Following the power-profiles API (%s, %s) on %s.", follow_apis[0].name,
-                 follow_apis[1].name, m->bus_description ? m->bus_description : "D-Bus");
+                 follow_apis[1].name, where);
+        *ret = f;
         return 0;
-}
-
-void follow_stop(Manager *m) {
-        if (!m->follow)
-                return;
-        /* What the daemon said last stays in force: a reconnect asks again. */
-        m->follow = follow_free(m->follow);
 }

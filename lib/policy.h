@@ -9,13 +9,17 @@
  * Per tick the pipeline does (daemon/pipeline.c, pipeline_decide()):
  *
  *     PolicyInput in = { .topo = topo, .groups = groups, .n_groups = n,
+ *                        .group_limits = limits,   // each group's cpuset
  *                        .loads = loads, .n_loads = topo->n_cpus,
- *                        .profile = profile, .prev = plan, .now_ns = now };
+ *                        .profile = profile, .prev = p->plan, .now_ns = now,
+ *                        .advise = advise,         // nothing is applied
+ *                        .rules = rules,           // per group; NULL = none
+ *                        .latency_profile = lp };  // for latency-critical
  *     Plan *next = NULL;
  *     r = policy_decide(&in, &next);
  *     ... apply next (affinity per task of each managed PlanGroup, release the
  *         tasks of unmanaged ones, slices, idle caps) ...
- *     plan_free(m->plan); m->plan = next;          // the next tick's prev
+ *     plan_free(p->plan); p->plan = next;          // the next tick's prev
  *
  * The previous plan carries the hysteresis state (when each decision was
  * made, widening steps); pass NULL on the first tick and after a profile

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The #include graph keeps the layers: lib/ never includes a daemon/ header,
-# and no two daemon/ files include each other's headers, except the manager
-# and its D-Bus object (the manager publishes, the bus reads it, as in
-# systemd-oomd). Fails naming each offending pair.
+# and the daemon/ modules (NAME.c and NAME.h) include each other without a
+# cycle, of two modules or more, except the manager and its D-Bus object,
+# which may include each other (the manager publishes, the bus reads it, as
+# in systemd-oomd). Fails naming each cycle and its edges.
 . "$(dirname "$0")/lib/common.sh"
 command -v python3 >/dev/null || skip "python3 is not installed"
 python3 - "$PLACED_SRC" <<'PY' || fail "the layering is broken (see above)"
@@ -23,10 +24,39 @@ for d in ("lib", "daemon"):
                 bad.append("lib/%s includes the daemon header %s" % (f, h))
             if d == "daemon" and m in daemon_h and m != mod(f):
                 edges.setdefault(mod(f), set()).add(m)
-for a in sorted(edges):
-    for b in sorted(edges[a]):
-        if a < b and a in edges.get(b, ()) and {a, b} != {"bus", "manager"}:
-            bad.append("daemon/%s and daemon/%s include each other's headers" % (a, b))
+# Any cycle of includes between daemon modules but the one allowed pair: the
+# strongly connected components (Tarjan) of the graph; one of two modules or
+# more fails unless it is exactly {bus, manager} (a cycle through them and a
+# third module fails too).
+allowed = ["bus", "manager"]
+graph = edges
+index, low, stack, on_stack, sccs = {}, {}, [], set(), []
+def strongconnect(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on_stack.add(v)
+    for w in sorted(graph.get(v, ())):
+        if w not in index:
+            strongconnect(w)
+            low[v] = min(low[v], low[w])
+        elif w in on_stack:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        scc = []
+        while True:
+            w = stack.pop()
+            on_stack.discard(w)
+            scc.append(w)
+            if w == v:
+                break
+        sccs.append(sorted(scc))
+for v in sorted(graph):
+    if v not in index:
+        strongconnect(v)
+for scc in sccs:
+    if len(scc) > 1 and scc != allowed:
+        bad.append("an include cycle among daemon/ %s: %s" % (
+            ", ".join(scc), "; ".join("%s -> %s" % (a, b) for a in scc for b in sorted(graph.get(a, ())) if b in scc)))
 for line in bad:
     print("FAIL: " + line)
 print("%d daemon modules, %d include edges checked" % (len(edges), sum(map(len, edges.values()))))
