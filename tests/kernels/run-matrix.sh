@@ -101,6 +101,8 @@ run_env() {
     echo "PLACED_MATRIX_TESTS='$tests'"
     [ "$1" = guest ] || return 0
     echo "PLACED_MATRIX_NEED_IDLE=${2:-0}"
+    echo "# guest-init.sh mounts cgroup v2 with the cpuset controller: its test must run."
+    echo "PLACED_MATRIX_NEED_CGROUP2=1"
     echo "PLACED_MATRIX_RETRY=1"
     echo "PLACED_TEST_TIME_SCALE='$time_scale'"
     echo "PLACED_LIVE_STEPS='$live_steps'"
