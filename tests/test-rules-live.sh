@@ -11,7 +11,9 @@
 #   2. "never-pack": decided for, never pinned, never journaled;
 #   3. "latency-critical" under power-first: the pair is placed and its CPU
 #      gets latency-first's idle cap, which power-first alone never sets
-#      (where the machine has per-CPU PM QoS files), and explain names the rule.
+#      (where the machine has per-CPU PM QoS files), and explain names the rule;
+#   4. "pack-with" between two light pairs matched by cgroup path and by
+#      unit (cgroups of the unified hierarchy): they share one CPU.
 # Each step puts back what it changed; the end checks nothing is left changed.
 . "$(dirname "$0")/lib/common.sh"
 
@@ -151,9 +153,98 @@ step_latency_critical() {
     ok "3. latency-critical under power-first: pair on CPU $cpu, $caps; restored on SIGTERM"
 }
 
+# A slow ping-pong of two python3 processes over pipes (about 1000 round
+# trips a second, a few percent of a CPU): a light pair, started inside
+# cgroup $1 of the unified hierarchy. Sets lp_parent, lp_child.
+light_pair_start() {
+    cat >"$T/pingpong.py" <<'PY'
+import os, time
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+if os.fork() == 0:
+    while True:
+        os.read(r1, 1)
+        os.write(w2, b"x")
+while True:
+    time.sleep(0.001)
+    os.write(w1, b"x")
+    os.read(r2, 1)
+PY
+    local py
+    py=$(command -v /usr/bin/python3 python3 | head -n 1)
+    live_spawn sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$py" "$T/pingpong.py"
+    lp_parent=$!
+    wait_for 5 pgrep -P "$lp_parent" || fail "4. the ping-pong in $1 did not fork"
+    lp_child=$(pgrep -P "$lp_parent" | head -n 1)
+    live_track "$lp_parent"
+    live_track "$lp_child"
+}
+
+# same_single_cpu PID...: every task allowed on the same one CPU.
+same_single_cpu() {
+    local pid first=
+    for pid in "$@"; do
+        local a
+        a=$(cpus_allowed "$pid")
+        [[ $a =~ ^[0-9]+$ ]] || return 1
+        [ -z "$first" ] || [ "$a" = "$first" ] || return 1
+        first=$a
+    done
+}
+
+# 4. pack-with, matched by cgroup path and by unit: two light pairs, one in
+# cgroup placed-rules-a-N.scope and one in placed-rules-b-N.scope (of the
+# unified hierarchy), each rule naming the other as its partner, share one
+# CPU; explain names each rule; SIGTERM restores.
+step_pack_with() {
+    local root
+    root=$(findmnt -t cgroup2 -n -o TARGET 2>/dev/null | head -n 1)
+    if [ -z "$root" ] || ! mkdir "$root/placed-rules-a-$$.scope" 2>/dev/null; then
+        ok "4. not run: no writable cgroup v2 hierarchy here (${root:-none mounted}) to put the pairs in"
+        return 0
+    fi
+    local cg_a=$root/placed-rules-a-$$.scope cg_b=$root/placed-rules-b-$$.scope
+    printf '%s\n' "$cg_a" >>"$T/cgroups"
+    mkdir "$cg_b" || fail "4. cannot create $cg_b"
+    printf '%s\n' "$cg_b" >>"$T/cgroups"
+    light_pair_start "$cg_a"
+    local a1=$lp_parent a2=$lp_child path_a
+    light_pair_start "$cg_b"
+    local b1=$lp_parent b2=$lp_child
+    path_a=$(awk -F'::' '/^0::/ { print $2 }' "/proc/$a1/cgroup")
+    [[ $path_a == */placed-rules-a-$$.scope ]] || fail "4. pair A is in cgroup \"$path_a\", not $cg_a"
+    rules_conf pw
+    printf '[light-a]\ncgroup = %s\naction = pack-with\npartner = light-b\n\n' "$path_a" >"$T/pw/rules.d/light.conf"
+    printf '[light-b]\nunit = placed-rules-b-*.scope\naction = pack-with\npartner = light-a\n' >>"$T/pw/rules.d/light.conf"
+    live_placed_start pw/placed --profile balanced --bus "$ADDR"
+    local log=$T/pw/placed.log
+    wait_for_ms 4000 same_single_cpu "$a1" "$a2" "$b1" "$b2" ||
+        fail "4. the two pack-with pairs do not share one CPU: A $(cpus_allowed "$a1") $(cpus_allowed "$a2"), B $(cpus_allowed "$b1") $(cpus_allowed "$b2"); $(grep -E 'group|rule' "$log" | tail -8)"
+    grep -q 'rule "light-[ab]" (pack-with)' "$log" ||
+        fail "4. placed did not log placing for the pack-with rule: $(grep -E 'Placing|Would' "$log")"
+    local explain
+    explain=$(pc explain "$b1") || fail "4. placectl explain failed: $explain"
+    echo "$explain" | grep -q "Rule \"light-b\" (pack-with, $T/pw/rules.d/light.conf:6) decided" ||
+        fail "4. explain does not name the unit rule: $explain"
+    explain=$(pc explain "$a1") || fail "4. placectl explain failed: $explain"
+    echo "$explain" | grep -q "Rule \"light-a\" (pack-with, $T/pw/rules.d/light.conf:1) decided" ||
+        fail "4. explain does not name the cgroup rule: $explain"
+    local cpu
+    cpu=$(cpus_allowed "$a1")
+    placed_stop TERM
+    [ "$placed_rc" -eq 0 ] || fail "4. placed exited $placed_rc"
+    [ "$(cpus_allowed "$a1") $(cpus_allowed "$b2")" = "$all $all" ] ||
+        fail "4. after SIGTERM: A $(cpus_allowed "$a1"), B $(cpus_allowed "$b2")"
+    ok "4. pack-with by cgroup ($path_a) and by unit (placed-rules-b-*.scope): both pairs on CPU $cpu, explain names each rule; restored on SIGTERM"
+}
+
+# Step 4's cgroups, removed once their tasks are gone (each step's cleanup
+# kills its workloads; this runs at the very end).
+at_exit 'while read -r cg; do rmdir "$cg"; done <"$T/cgroups" 2>/dev/null'
 live_step 1 step_ignore_and_reload
 live_step 2 step_never_pack
 live_step 3 step_latency_critical
+live_step 4 step_pack_with
 
 live_check_restored
 ok "nothing left changed ($(wc -l <"$T/idle.start") idle values as at the start)"
