@@ -197,13 +197,13 @@ same_single_cpu() {
 # unified hierarchy), each rule naming the other as its partner, share one
 # CPU; explain names each rule; SIGTERM restores.
 step_pack_with() {
-    local root
+    local root id=$$-$RANDOM
     root=$(findmnt -t cgroup2 -n -o TARGET 2>/dev/null | head -n 1)
-    if [ -z "$root" ] || ! mkdir "$root/placed-rules-a-$$.scope" 2>/dev/null; then
+    if [ -z "$root" ] || ! mkdir "$root/placed-rules-a-$id.scope" 2>/dev/null; then
         ok "4. not run: no writable cgroup v2 hierarchy here (${root:-none mounted}) to put the pairs in"
         return 0
     fi
-    local cg_a=$root/placed-rules-a-$$.scope cg_b=$root/placed-rules-b-$$.scope
+    local cg_a=$root/placed-rules-a-$id.scope cg_b=$root/placed-rules-b-$id.scope
     printf '%s\n' "$cg_a" >>"$T/cgroups"
     mkdir "$cg_b" || fail "4. cannot create $cg_b"
     printf '%s\n' "$cg_b" >>"$T/cgroups"
@@ -212,7 +212,7 @@ step_pack_with() {
     light_pair_start "$cg_b"
     local b1=$lp_parent b2=$lp_child
     path_a=$(awk -F'::' '/^0::/ { print $2 }' "/proc/$a1/cgroup")
-    [[ $path_a == */placed-rules-a-$$.scope ]] || fail "4. pair A is in cgroup \"$path_a\", not $cg_a"
+    [[ $path_a == */placed-rules-a-$id.scope ]] || fail "4. pair A is in cgroup \"$path_a\", not $cg_a"
     rules_conf pw
     printf '[light-a]\ncgroup = %s\naction = pack-with\npartner = light-b\n\n' "$path_a" >"$T/pw/rules.d/light.conf"
     printf '[light-b]\nunit = placed-rules-b-*.scope\naction = pack-with\npartner = light-a\n' >>"$T/pw/rules.d/light.conf"
