@@ -1042,6 +1042,44 @@ static void test_exclude_lists(void **state) {
         assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
 }
 
+/* excluded(c, comm, cgroup): an [exclude] entry's ignore rule matches. */
+static bool excluded(const Config *c, const char *comm, const char *cgroup) {
+        const Rule *r = rules_match(&c->rules, &(RuleSubject){ .comm = comm, .cgroup = cgroup });
+        return r && r->action == RULE_ACTION_IGNORE;
+}
+
+/* The old [exclude] keys keep working: each entry becomes an ignore rule
+ * (comm globs, cgroup prefixes at a path boundary). */
+static void test_exclude_as_rules(void **state) {
+        TestDir *t = *state;
+        Config c;
+        write_path(t->main_file, "[exclude]\ncomm = postgres* java\n"
+                                 "cgroup = /system.slice/db.service /machine.slice/\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_true(excluded(&c, "postgres", NULL));
+        assert_true(excluded(&c, "postgres: wal", "/user.slice"));
+        assert_true(excluded(&c, "java", NULL));
+        assert_false(excluded(&c, "javac", NULL));
+        assert_false(excluded(&c, "mypostgres", NULL));
+        assert_true(excluded(&c, "x", "/system.slice/db.service"));
+        assert_true(excluded(&c, "x", "/system.slice/db.service/worker"));
+        assert_false(excluded(&c, "x", "/system.slice/db.service2"));
+        assert_false(excluded(&c, "x", "/system.slice"));
+        assert_true(excluded(&c, "x", "/machine.slice"));
+        assert_true(excluded(&c, "x", "/machine.slice/vm1.scope"));
+        assert_false(excluded(&c, "x", "/machine.slicer"));
+        config_done(&c);
+
+        write_path(t->main_file, "[daemon]\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_false(excluded(&c, "anything", "/"));
+        config_done(&c);
+        write_path(t->main_file, "[exclude]\ncgroup = /\n");
+        assert_int_equal(load(t, &c), 0);
+        assert_true(excluded(&c, "anything", "/user.slice"));
+        config_done(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -1050,6 +1088,7 @@ int main(void) {
                 cmocka_unit_test(test_paths_default),
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_dir, teardown_dir)
                 T(test_file_not_regular),
+                T(test_exclude_as_rules),
                 T(test_nul_in_value),
                 T(test_profile_is_directory),
                 T(test_shipped_files),
