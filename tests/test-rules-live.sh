@@ -55,6 +55,14 @@ pair_state() {
 # pair_unpinned_and_unjournaled: both tasks on all CPUs, and never journaled.
 pair_all() { pair_is "$all" "$all"; }
 
+# explain_names STEP PID RULE ACTION FILE:LINE: "placectl explain PID" names
+# the rule that decided and where it is written; sets explain to its output.
+explain_names() {
+    explain=$(pc explain "$2") || fail "$1. placectl explain failed: $explain"
+    echo "$explain" | grep -q "Rule \"$3\" ($4, $5) decided" ||
+        fail "$1. explain does not name rule \"$3\" and where it is written: $explain"
+}
+
 step_ignore_and_reload() {
     rules_conf ignore
     local rules=$T/ignore/rules.d log=$T/ignore/placed.log
@@ -71,9 +79,7 @@ step_ignore_and_reload() {
     grep -q "Handing pair group .*rule \"quiet-bench\" (ignore): left alone" "$log" ||
         fail "1. placed did not log handing the pair back for the rule: $(grep -i 'pair group' "$log" | tail -5)"
     local explain
-    explain=$(pc explain "$pair_parent") || fail "1. placectl explain failed: $explain"
-    echo "$explain" | grep -q "Rule \"quiet-bench\" (ignore, $rules/20-bench.conf:1) decided" ||
-        fail "1. explain does not name the rule and where it is written: $explain"
+    explain_names 1 "$pair_parent" quiet-bench ignore "$rules/20-bench.conf:1"
     pc groups --json >"$T/groups.json" || fail "1. placectl groups --json failed"
     python3 - "$T/groups.json" "$pair_parent" <<'PY' || fail "1. groups --json lacks the rule: $(cat "$T/groups.json")"
 import json, sys
@@ -134,11 +140,9 @@ step_latency_critical() {
     cpu=$(cpus_allowed "$pair_parent")
     grep -q "Placing pair group .*rule \"rt-bench\" (latency-critical)" "$log" ||
         fail "3. the placement does not name the rule: $(grep 'Placing' "$log")"
-    explain=$(pc explain "$pair_parent") || fail "3. placectl explain failed: $explain"
+    explain_names 3 "$pair_parent" rt-bench latency-critical "$T/lc/rules.d/bench.conf:1"
     echo "$explain" | grep -q "Profile power-first: rule \"rt-bench\" (latency-critical): pair" ||
         fail "3. explain: $explain"
-    echo "$explain" | grep -q "Rule \"rt-bench\" (latency-critical, $T/lc/rules.d/bench.conf:1) decided" ||
-        fail "3. explain does not name the rule: $explain"
     local caps="no per-CPU PM QoS file here"
     if [ -e "$cpu_sys/cpu$cpu/power/pm_qos_resume_latency_us" ]; then
         wait_for_ms 3000 cpu_capped "$cpu" ||
@@ -157,7 +161,7 @@ step_latency_critical() {
 # trips a second, a few percent of a CPU): a light pair, started inside
 # cgroup $1 of the unified hierarchy. Sets lp_parent, lp_child.
 light_pair_start() {
-    cat >"$T/pingpong.py" <<'PY'
+    [ -f "$T/pingpong.py" ] || cat >"$T/pingpong.py" <<'PY'
 import os, time
 r1, w1 = os.pipe()
 r2, w2 = os.pipe()
@@ -223,12 +227,8 @@ step_pack_with() {
     grep -q 'rule "light-[ab]" (pack-with)' "$log" ||
         fail "4. placed did not log placing for the pack-with rule: $(grep -E 'Placing|Would' "$log")"
     local explain
-    explain=$(pc explain "$b1") || fail "4. placectl explain failed: $explain"
-    echo "$explain" | grep -q "Rule \"light-b\" (pack-with, $T/pw/rules.d/light.conf:6) decided" ||
-        fail "4. explain does not name the unit rule: $explain"
-    explain=$(pc explain "$a1") || fail "4. placectl explain failed: $explain"
-    echo "$explain" | grep -q "Rule \"light-a\" (pack-with, $T/pw/rules.d/light.conf:1) decided" ||
-        fail "4. explain does not name the cgroup rule: $explain"
+    explain_names 4 "$b1" light-b pack-with "$T/pw/rules.d/light.conf:6"
+    explain_names 4 "$a1" light-a pack-with "$T/pw/rules.d/light.conf:1"
     local cpu
     cpu=$(cpus_allowed "$a1")
     placed_stop TERM
