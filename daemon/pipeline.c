@@ -621,9 +621,14 @@ static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
         return false;
 }
 
-/* Applies one managed group's mask to its tasks; appends the ones placed manages. */
-static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Group *g,
-                                 const PlanGroup *pg, TaskId *managed, unsigned *n_managed) {
+/*
+ * Applies one managed group's mask to its tasks; appends the ones placed
+ * manages. Return: 0, or the first error that kept a task of the group from
+ * its mask (a task that is gone is no error: the group is what is left).
+ */
+static int pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Group *g,
+                                const PlanGroup *pg, TaskId *managed, unsigned *n_managed) {
+        int error = 0;
         for (unsigned i = 0; i < g->n_tasks; i++) {
                 const TaskId *id = &g->tasks[i];
                 const TaskFacts *t = pipeline_placeable(p, id);
@@ -639,6 +644,8 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
                             journal_write_error(env->journal) == 0)
                                 log_warning_errno(r, "Cannot set the affinity of task %d: %m",
                                                   (int)id->tid);
+                        if (r != -ESRCH && error == 0)
+                                error = r;
                         continue;
                 }
                 if (res == AFFINITY_SET || res == AFFINITY_WOULD_SET || res == AFFINITY_UNCHANGED)
@@ -647,6 +654,36 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
                         log_debug("Task %d left alone: %s.", (int)id->tid,
                                   affinity_result_to_string(res));
         }
+        return error;
+}
+
+/*
+ * A group whose placement could not be applied in full (the undo journal
+ * cannot be written, say) is not where the plan says: the plan kept for the
+ * next tick says where it is, or that tick would judge a trial of a
+ * placement that never happened, hand the group back for "doing worse" and
+ * back off. A group placed before keeps its last entry (its tasks are still
+ * there); one placed anew is left to the kernel and waiting, so that the
+ * next tick decides it afresh, and tries again.
+ */
+static void pipeline_unapplied(const Pipeline *p, const PipelineEnv *env, PlanGroup *pg,
+                               int error) {
+        const PlanGroup *old = p->plan ? plan_find_group(p->plan, pg->id) : NULL;
+        if (old && old->managed) {
+                *pg = *old;
+                return;
+        }
+        PlanGroup now = old ? *old : (PlanGroup){ .id = pg->id, .home = -1 };
+        now.class = pg->class;
+        now.managed = false;
+        now.waiting = true;
+        cpuset_zero(&now.cpus);
+        int jr = journal_write_error(env->journal);
+        snprintf(now.reason, sizeof(now.reason), "%s: placing it failed (%s%s); left to the kernel",
+                 group_class_to_string(pg->class),
+                 jr < 0 ? "the undo journal cannot be written: " : "",
+                 strerror(-(jr < 0 ? jr : error)));
+        *pg = now;
 }
 
 /* The processes of managed tasks, so a fork event is checked in a few compares. */
@@ -691,8 +728,9 @@ static void pipeline_apply_idle(Pipeline *p, const Plan *plan) {
         free(caps);
 }
 
+/* Applies the plan; a group it could not place is marked so in it (see above). */
 static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *groups, unsigned n,
-                           const Plan *plan) {
+                           Plan *plan) {
         unsigned total = 0, n_managed = 0;
         for (unsigned i = 0; i < n; i++)
                 total += groups[i].n_tasks;
@@ -701,9 +739,13 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
                 return;
 
         for (unsigned i = 0; i < n; i++) {
-                const PlanGroup *pg = plan_find_group(plan, groups[i].id);
-                if (pg && pg->managed)
-                        pipeline_apply_group(p, env, &groups[i], pg, managed, &n_managed);
+                const PlanGroup *found = plan_find_group(plan, groups[i].id);
+                PlanGroup *pg = found ? &plan->groups[found - plan->groups] : NULL;
+                if (!pg || !pg->managed)
+                        continue;
+                int r = pipeline_apply_group(p, env, &groups[i], pg, managed, &n_managed);
+                if (r < 0)
+                        pipeline_unapplied(p, env, pg, r);
         }
         /* Tasks placed managed last tick but not now go back to the kernel. */
         for (unsigned i = 0; i < p->n_managed; i++)
@@ -831,8 +873,8 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResu
                 group_array_free(groups, n);
                 return log_warning_errno(r, "Placement decision failed: %m");
         }
-        unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
         pipeline_apply(p, env, groups, n, plan);
+        unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         return 0;
 }
