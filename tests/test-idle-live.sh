@@ -25,12 +25,7 @@ live_config idle
 # ticks may hand it back before this shell has polled it packed: there a
 # trial of 60 ticks keeps the pair packed through each step.
 if [ -n "${PLACED_PACKING_MAY_LOSE:-}" ]; then
-    live_profiles_dir=$T/profiles-long-trial
-    mkdir -p "$live_profiles_dir"
-    for f in "$PLACED_SRC"/conf/profiles/*.conf; do
-        cp "$f" "$live_profiles_dir/"
-        printf '\n[trial]\nticks = 60\n' >>"$live_profiles_dir/$(basename "$f")"
-    done
+    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
 fi
 
 # constrained CPU: the idle values of CPU differ from the start in a way that

@@ -87,10 +87,7 @@ step_crash_on_full_disk() {
     pair_start
     # The journal is tested here, not the trial: a trial that lasts the whole
     # step keeps the pair packed until the SIGKILL, wherever packing pays.
-    live_profiles_dir=$T/profiles
-    mkdir -p "$live_profiles_dir"
-    cp "$PLACED_SRC"/conf/profiles/*.conf "$live_profiles_dir/"
-    printf '\n[trial]\nticks = 60\n' >>"$live_profiles_dir/balanced.conf"
+    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
     live_placed_start balanced
     live_profiles_dir=""
     wait_packed "$T/balanced.log"

@@ -40,11 +40,7 @@ step_pack_and_sigterm() {
     [ "$orig" = "$all $all" ] || fail "the pair does not start on all CPUs ($orig, online $all)"
     # The shipped (or scaled) profiles with a back-off of 500 ms after a
     # trial that did worse, so that a retry waits only for the dwell.
-    local src=${live_profiles_dir:-$(live_scaled_profiles)}
-    live_profiles_dir=$T/profiles-retry
-    rm -rf "$live_profiles_dir"
-    cp -r "${src:-$PLACED_SRC/conf/profiles}" "$live_profiles_dir"
-    printf '\n[trial]\nbackoff_ms = 500\n' >>"$live_profiles_dir/balanced.conf"
+    live_profiles_dir=$(live_profiles_with profiles-retry '[trial]' 'backoff_ms = 500')
     live_placed_start balanced
     local log=$T/balanced.log
     wait_packed "$log"
@@ -95,10 +91,7 @@ step_sigkill_and_restore() {
     # What is tested here is the journal, not the trial: a trial that lasts
     # the whole step keeps the pair packed until the SIGKILL wherever
     # packing pays or not (under emulation it may not).
-    live_profiles_dir=$T/profiles
-    mkdir -p "$live_profiles_dir"
-    cp "$PLACED_SRC"/conf/profiles/*.conf "$live_profiles_dir/"
-    printf '\n[trial]\nticks = 60\n' >>"$live_profiles_dir/balanced.conf"
+    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
     live_placed_start balanced
     live_profiles_dir=""
     wait_packed "$T/balanced.log"

@@ -277,6 +277,23 @@ live_scaled_profiles() {
     echo "$dir"
 }
 
+# live_profiles_with NAME LINE...: the profiles live_placed_start would use
+# (see live_scaled_profiles) copied to $T/NAME, with the LINEs (a section
+# and its keys, which win over the ones before) appended to each; prints the
+# directory, for live_profiles_dir.
+live_profiles_with() {
+    local dir=$T/$1 src f
+    shift
+    src=$(live_scaled_profiles)
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    for f in "${src:-$PLACED_SRC/conf/profiles}"/*.conf; do
+        cp "$f" "$dir/"
+        printf '\n%s\n' "$@" >>"$dir/$(basename "$f")"
+    done
+    echo "$dir"
+}
+
 # live_placed_start NAME ARGS...: placed with config $T/NAME.conf, 200 ms
 # ticks, journal $T/journal, log $T/NAME.log; waits for its start message.
 # Profiles from live_profiles_dir when set, else the shipped ones (with a
