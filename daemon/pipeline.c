@@ -621,14 +621,21 @@ static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
         return false;
 }
 
+/* What became of one group's placement (pipeline_apply_group). */
+typedef struct GroupApplied {
+        unsigned placed; /* its tasks that have its mask now (set, or already so) */
+        int error;       /* the first error that kept a task from it; 0 none */
+        int refused;     /* the first task left alone (an AffinityResult); -1 none */
+} GroupApplied;
+
 /*
  * Applies one managed group's mask to its tasks; appends the ones placed
- * manages. Return: 0, or the first error that kept a task of the group from
- * its mask (a task that is gone is no error: the group is what is left).
+ * manages. A task that is gone is no error: the group is what is left.
  */
-static int pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Group *g,
-                                const PlanGroup *pg, TaskId *managed, unsigned *n_managed) {
-        int error = 0;
+static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Group *g,
+                                 const PlanGroup *pg, TaskId *managed, unsigned *n_managed,
+                                 GroupApplied *ret) {
+        *ret = (GroupApplied){ .refused = -1 };
         for (unsigned i = 0; i < g->n_tasks; i++) {
                 const TaskId *id = &g->tasks[i];
                 const TaskFacts *t = pipeline_placeable(p, id);
@@ -644,32 +651,35 @@ static int pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Group
                             journal_write_error(env->journal) == 0)
                                 log_warning_errno(r, "Cannot set the affinity of task %d: %m",
                                                   (int)id->tid);
-                        if (r != -ESRCH && error == 0)
-                                error = r;
+                        if (r != -ESRCH && ret->error == 0)
+                                ret->error = r;
                         continue;
                 }
-                if (res == AFFINITY_SET || res == AFFINITY_WOULD_SET || res == AFFINITY_UNCHANGED)
+                if (res == AFFINITY_SET || res == AFFINITY_WOULD_SET || res == AFFINITY_UNCHANGED) {
                         managed[(*n_managed)++] = *id;
-                else
-                        log_debug("Task %d left alone: %s.", (int)id->tid,
-                                  affinity_result_to_string(res));
+                        ret->placed++;
+                        continue;
+                }
+                log_debug("Task %d left alone: %s.", (int)id->tid, affinity_result_to_string(res));
+                if (ret->refused < 0)
+                        ret->refused = (int)res;
         }
-        return error;
 }
 
 /*
  * A group whose placement could not be applied in full (the undo journal
- * cannot be written, say) is not where the plan says: the plan kept for the
- * next tick says where it is, or that tick would judge a trial of a
+ * cannot be written, say), or none of whose tasks are placed's to move
+ * (someone else pinned them), is not where the plan says: the plan kept for
+ * the next tick says where it is, or that tick would judge a trial of a
  * placement that never happened, hand the group back for "doing worse" and
- * back off. A group placed before keeps its last entry (its tasks are still
- * there); one placed anew is left to the kernel and waiting, so that the
- * next tick decides it afresh, and tries again.
+ * back off. A group placed before that failed to move keeps its last entry
+ * (its tasks are still there); any other is left to the kernel and
+ * waiting, so that the next tick decides it afresh, and tries again.
  */
 static void pipeline_unapplied(const Pipeline *p, const PipelineEnv *env, PlanGroup *pg,
-                               int error) {
+                               const GroupApplied *ga) {
         const PlanGroup *old = p->plan ? plan_find_group(p->plan, pg->id) : NULL;
-        if (old && old->managed) {
+        if (ga->error < 0 && old && old->managed) {
                 *pg = *old;
                 return;
         }
@@ -678,11 +688,20 @@ static void pipeline_unapplied(const Pipeline *p, const PipelineEnv *env, PlanGr
         now.managed = false;
         now.waiting = true;
         cpuset_zero(&now.cpus);
+        const char *class = group_class_to_string(pg->class);
         int jr = journal_write_error(env->journal);
-        snprintf(now.reason, sizeof(now.reason), "%s: placing it failed (%s%s); left to the kernel",
-                 group_class_to_string(pg->class),
-                 jr < 0 ? "the undo journal cannot be written: " : "",
-                 strerror(-(jr < 0 ? jr : error)));
+        if (ga->error < 0)
+                snprintf(now.reason, sizeof(now.reason),
+                         "%s: placing it failed (%s%s); left to the kernel", class,
+                         jr < 0 ? "the undo journal cannot be written: " : "",
+                         strerror(-(jr < 0 ? jr : ga->error)));
+        else if (ga->refused >= 0)
+                snprintf(now.reason, sizeof(now.reason),
+                         "%s: its tasks are not placed's to move (%s); left alone", class,
+                         affinity_result_to_string((AffinityResult)ga->refused));
+        else
+                snprintf(now.reason, sizeof(now.reason),
+                         "%s: none of its tasks could be placed now; left to the kernel", class);
         *pg = now;
 }
 
@@ -743,9 +762,10 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
                 PlanGroup *pg = found ? &plan->groups[found - plan->groups] : NULL;
                 if (!pg || !pg->managed)
                         continue;
-                int r = pipeline_apply_group(p, env, &groups[i], pg, managed, &n_managed);
-                if (r < 0)
-                        pipeline_unapplied(p, env, pg, r);
+                GroupApplied ga;
+                pipeline_apply_group(p, env, &groups[i], pg, managed, &n_managed, &ga);
+                if (ga.error < 0 || ga.placed == 0)
+                        pipeline_unapplied(p, env, pg, &ga);
         }
         /* Tasks placed managed last tick but not now go back to the kernel. */
         for (unsigned i = 0; i < p->n_managed; i++)

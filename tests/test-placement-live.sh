@@ -9,7 +9,8 @@
 #   3. after SIGKILL the pair stays pinned until "placed --restore", which is
 #      idempotent; 4. --restore is refused while a daemon holds the journal;
 #   5. excluded (an ignore rule "exclude.comm[1]") and 6. already-pinned
-#      tasks are left as they are;
+#      tasks are left as they are (a pinned pair is not claimed placed, nor
+#      put on trial);
 #   7. a task whose affinity an administrator changed after placed is let go,
 #      and not restored over;
 #   8. a hackbench mesh (a) and a fan-out (b), each sized to need every CPU,
@@ -150,7 +151,11 @@ step_pinned() {
         grep -v '^<7>' "$T/balanced.log" >&2
         fail "6. placed did not refuse the pinned pair as narrowed"
     fi
+    wait_for_ms 3000 grep -q "Leaving pair group .*: pair: its tasks are not placed's to move (refused-narrowed); left alone" "$T/balanced.log" ||
+        fail "6. placed did not say it leaves the pinned pair alone: $(grep -v '^<7>Task' "$T/balanced.log")"
     stays "$T/balanced.log" 1000 pair_is 1 1 || fail "6. pinned pair changed: $(pair_affinity)"
+    ! grep -E "Placing pair group|Keeping pair group|Handing pair group" "$T/balanced.log" ||
+        fail "6. placed logged a placement or a trial of the pinned pair, which it never moved"
     ! journal_ever_task "$pair_parent" "$pair_child" || fail "6. pinned tasks journaled: $(journal_records)"
     placed_stop TERM
     pair_is 1 1 || fail "6. pinned pair changed on SIGTERM: $(pair_affinity)"
