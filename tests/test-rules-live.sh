@@ -159,10 +159,13 @@ step_latency_critical() {
 
 # A slow ping-pong of two python3 processes over pipes (about 1000 round
 # trips a second, a few percent of a CPU): a light pair, started inside
-# cgroup $1 of the unified hierarchy. Sets lp_parent, lp_child.
+# cgroup $1 of the unified hierarchy. Sets lp_parent, lp_child. On a slow
+# machine time_scale times fewer: under qemu TCG, at 1000 a second, two
+# such pairs took 0.9-1.2 CPUs' worth, too much to share one CPU.
 light_pair_start() {
     [ -f "$T/pingpong.py" ] || cat >"$T/pingpong.py" <<'PY'
-import os, time
+import os, sys, time
+interval = float(sys.argv[1])
 r1, w1 = os.pipe()
 r2, w2 = os.pipe()
 if os.fork() == 0:
@@ -170,13 +173,14 @@ if os.fork() == 0:
         os.read(r1, 1)
         os.write(w2, b"x")
 while True:
-    time.sleep(0.001)
+    time.sleep(interval)
     os.write(w1, b"x")
     os.read(r2, 1)
 PY
     local py
     py=$(command -v /usr/bin/python3 python3 | head -n 1)
-    live_spawn sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$py" "$T/pingpong.py"
+    live_spawn sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3" "$4"' sh "$1" "$py" \
+        "$T/pingpong.py" "$(printf "0.%03d" "$time_scale")"
     lp_parent=$!
     wait_for 5 pgrep -P "$lp_parent" || fail "4. the ping-pong in $1 did not fork"
     lp_child=$(pgrep -P "$lp_parent" | head -n 1)
