@@ -69,16 +69,11 @@ step_full_from_start() {
     wait_packed "$log"
     grep -q "The undo journal in \"$T/journal\" can be written again: recovered" "$log" ||
         fail "2. packed, but placed did not say the journal recovered: $(grep -v '^<7>' "$log")"
-    if ! journal_holds_task "$pair_parent" || ! journal_holds_task "$pair_child"; then
-        fail "2. packed, but the journal lacks the pair: $(journal_records)"
-    fi
+    journal_holds_pair || fail "2. packed, but the journal lacks the pair: $(journal_records)"
     ok "2. space freed: recovered, pair packed onto CPU $(cpus_allowed "$pair_parent") ${packed_ms} ms later, both journaled"
 
     disk_fill
-    placed_stop TERM
-    [ "$placed_rc" -eq 0 ] || fail "2. placed exited $placed_rc on SIGTERM with a full disk"
-    pair_is "$all" "$all" || fail "2. after SIGTERM on a full disk the pair has $(pair_affinity)"
-    [ -z "$(journal_records)" ] || fail "2. journal not empty after SIGTERM: $(journal_records)"
+    pair_sigterm_restored 2 "with a full disk"
     ok "2. disk full again: SIGTERM exits 0, pair back on $all, journal empty"
 }
 
@@ -96,12 +91,9 @@ step_crash_on_full_disk() {
     disk_fill
     placed_stop KILL
     pair_is "$cpu" "$cpu" || fail "3. after SIGKILL the pair has $(pair_affinity), expected $cpu $cpu"
-    if ! journal_holds_task "$pair_parent" || ! journal_holds_task "$pair_child"; then
+    journal_holds_pair ||
         fail "3. the journal on the full disk lacks the pair after SIGKILL: $(journal_records)"
-    fi
-    live_restore_cli || fail "3. placed --restore failed on a full disk: $(cat "$T/restore.out")"
-    pair_is "$all" "$all" || fail "3. after placed --restore on a full disk the pair has $(pair_affinity)"
-    [ -z "$(journal_records)" ] || fail "3. journal not empty after --restore: $(journal_records)"
+    pair_restore_cli_restored 3 "on a full disk"
     ok "3. SIGKILL with a full disk: pair stays on CPU $cpu; placed --restore, still full: $(sed 's/^<[0-9]>//' "$T/restore.out")"
 }
 

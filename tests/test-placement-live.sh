@@ -80,10 +80,7 @@ step_pack_and_sigterm() {
     done
     ok "1. trial verdict: ${verdict#*: }"
 
-    placed_stop TERM
-    [ "$placed_rc" -eq 0 ] || fail "2. placed exited $placed_rc on SIGTERM"
-    pair_is "$all" "$all" || fail "2. after SIGTERM the pair has $(pair_affinity), expected $all $all"
-    [ -z "$(journal_records)" ] || fail "2. journal not empty after SIGTERM: $(journal_records)"
+    pair_sigterm_restored 2
     ok "2. SIGTERM: exit 0, pair back on $all, journal empty"
 }
 
@@ -107,12 +104,8 @@ step_sigkill_and_restore() {
     placed_stop KILL
     sleep 0.6 # three ticks: nobody restores anything
     pair_is "$cpu" "$cpu" || fail "3. after SIGKILL the pair has $(pair_affinity), expected $cpu $cpu"
-    if ! journal_holds_task "$pair_parent" || ! journal_holds_task "$pair_child"; then
-        fail "3. the journal lacks the pair after SIGKILL: $(journal_records)"
-    fi
-    live_restore_cli || fail "3. placed --restore failed: $(cat "$T/restore.out")"
-    pair_is "$all" "$all" || fail "3. after placed --restore the pair has $(pair_affinity)"
-    [ -z "$(journal_records)" ] || fail "3. journal not empty after --restore: $(journal_records)"
+    journal_holds_pair || fail "3. the journal lacks the pair after SIGKILL: $(journal_records)"
+    pair_restore_cli_restored 3
     first=$(sed 's/^<[0-9]>//' "$T/restore.out")
     live_restore_cli || fail "3. second placed --restore failed: $(cat "$T/restore.out")"
     grep -q "restored 0" "$T/restore.out" || fail "3. second restore did something: $(cat "$T/restore.out")"

@@ -361,6 +361,32 @@ live_restore_cli() {
     "$placed_bin" --restore --journal-dir "$T/journal" >"$T/restore.out" 2>&1
 }
 
+# journal_holds_pair: the journal still holds both tasks of the pair.
+journal_holds_pair() { journal_holds_task "$pair_parent" && journal_holds_task "$pair_child"; }
+
+# pair_sigterm_restored STEP [WHEN]: SIGTERM placed, which must exit 0 and
+# leave the pair on every CPU and the journal empty; a failure names STEP
+# and WHEN ("with a full disk").
+pair_sigterm_restored() {
+    local all when=${2:+ $2}
+    all=$(online_cpus)
+    placed_stop TERM
+    [ "$placed_rc" -eq 0 ] || fail "$1. placed exited $placed_rc on SIGTERM$when"
+    pair_is "$all" "$all" ||
+        fail "$1. after SIGTERM$when the pair has $(pair_affinity), expected $all $all"
+    [ -z "$(journal_records)" ] || fail "$1. journal not empty after SIGTERM: $(journal_records)"
+}
+
+# pair_restore_cli_restored STEP [WHEN]: "placed --restore" must succeed and
+# leave the pair on every CPU and the journal empty; output in $T/restore.out.
+pair_restore_cli_restored() {
+    local all when=${2:+ $2}
+    all=$(online_cpus)
+    live_restore_cli || fail "$1. placed --restore failed$when: $(cat "$T/restore.out")"
+    pair_is "$all" "$all" || fail "$1. after placed --restore$when the pair has $(pair_affinity)"
+    [ -z "$(journal_records)" ] || fail "$1. journal not empty after --restore: $(journal_records)"
+}
+
 # live_changes: tracked tasks (still alive) whose affinity is not the original,
 # and idle values not as at the start; one a line.
 _exited() { [ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
