@@ -37,14 +37,14 @@
 #define CAPACITY_DEFAULT 1024u
 #define TOPO_MAX_CACHES  16 /* cache/indexM entries looked at per CPU */
 
-typedef enum TopoKind {
-        KIND_CORE,
-        KIND_CLUSTER,
-        KIND_LLC,
-        KIND_PACKAGE,
-        KIND_NODE,
-        _KIND_MAX,
-} TopoKind;
+typedef enum TopoDomainKind {
+        DOMAIN_CORE,
+        DOMAIN_CLUSTER,
+        DOMAIN_LLC,
+        DOMAIN_PACKAGE,
+        DOMAIN_NODE,
+        _DOMAIN_MAX,
+} TopoDomainKind;
 
 typedef struct CacheInfo {
         unsigned level;
@@ -57,15 +57,15 @@ typedef struct CacheInfo {
 typedef struct Loader {
         char base[PATH_MAX]; /* SYSFS_ROOT/sys/devices/system */
         Topology *t;
-        int *keys[_KIND_MAX]; /* per CPU: equal keys = same domain */
-        int *hw[_KIND_MAX];   /* per CPU: the kernel's id of its domain */
-        CacheInfo *caches;    /* TOPO_MAX_CACHES per CPU */
-        unsigned *n_caches;   /* per CPU */
+        int *keys[_DOMAIN_MAX]; /* per CPU: equal keys = same domain */
+        int *hw[_DOMAIN_MAX];   /* per CPU: the kernel's id of its domain */
+        CacheInfo *caches;      /* TOPO_MAX_CACHES per CPU */
+        unsigned *n_caches;     /* per CPU */
 } Loader;
 
 static void loader_done(Loader *l) {
         topo_free(l->t);
-        for (size_t k = 0; k < _KIND_MAX; k++) {
+        for (size_t k = 0; k < _DOMAIN_MAX; k++) {
                 free(l->keys[k]);
                 free(l->hw[k]);
         }
@@ -208,7 +208,7 @@ static int loader_alloc(Loader *l, unsigned n_cpus) {
         l->n_caches = calloc(n_cpus, sizeof(unsigned));
         if (!l->t->cpus || !l->caches || !l->n_caches)
                 return -ENOMEM;
-        for (size_t k = 0; k < _KIND_MAX; k++) {
+        for (size_t k = 0; k < _DOMAIN_MAX; k++) {
                 l->keys[k] = calloc(n_cpus, sizeof(int));
                 l->hw[k] = calloc(n_cpus, sizeof(int));
                 if (!l->keys[k] || !l->hw[k])
@@ -239,8 +239,8 @@ static int load_cpu_topology(Loader *l, int cpu) {
         r = read_siblings(l, cpu, core_files, NULL, &core);
         if (r < 0)
                 return r;
-        l->keys[KIND_CORE][cpu] = cpuset_first(&core);
-        r = read_hw_id(l, cpu, "topology/core_id", &l->hw[KIND_CORE][cpu]);
+        l->keys[DOMAIN_CORE][cpu] = cpuset_first(&core);
+        r = read_hw_id(l, cpu, "topology/core_id", &l->hw[DOMAIN_CORE][cpu]);
         if (r < 0)
                 return r;
 
@@ -249,17 +249,17 @@ static int load_cpu_topology(Loader *l, int cpu) {
         if (r < 0)
                 return r;
         cpuset_or(&cluster, &cluster, &core);
-        l->keys[KIND_CLUSTER][cpu] = cpuset_first(&cluster);
-        r = read_hw_id(l, cpu, "topology/cluster_id", &l->hw[KIND_CLUSTER][cpu]);
+        l->keys[DOMAIN_CLUSTER][cpu] = cpuset_first(&cluster);
+        r = read_hw_id(l, cpu, "topology/cluster_id", &l->hw[DOMAIN_CLUSTER][cpu]);
         if (r < 0)
                 return r;
-        if (l->hw[KIND_CLUSTER][cpu] == 65535) /* x86 without an L2 id (BAD_APICID) */
-                l->hw[KIND_CLUSTER][cpu] = -1;
+        if (l->hw[DOMAIN_CLUSTER][cpu] == 65535) /* x86 without an L2 id (BAD_APICID) */
+                l->hw[DOMAIN_CLUSTER][cpu] = -1;
 
-        r = read_hw_id(l, cpu, "topology/physical_package_id", &l->hw[KIND_PACKAGE][cpu]);
+        r = read_hw_id(l, cpu, "topology/physical_package_id", &l->hw[DOMAIN_PACKAGE][cpu]);
         if (r < 0)
                 return r;
-        l->keys[KIND_PACKAGE][cpu] = l->hw[KIND_PACKAGE][cpu];
+        l->keys[DOMAIN_PACKAGE][cpu] = l->hw[DOMAIN_PACKAGE][cpu];
         return 0;
 }
 
@@ -282,7 +282,7 @@ static int load_nodes(Loader *l) {
         int r;
 
         CPUSET_FOREACH (cpu, &l->t->online) {
-                l->hw[KIND_NODE][cpu] = -1;
+                l->hw[DOMAIN_NODE][cpu] = -1;
         }
         r = snprintf(path, sizeof(path), "%s/node", l->base);
         if (r < 0 || (size_t)r >= sizeof(path))
@@ -306,7 +306,7 @@ static int load_nodes(Loader *l) {
                 }
                 cpuset_and(&cpus, &cpus, &l->t->online);
                 CPUSET_FOREACH (cpu, &cpus) {
-                        int *cur = &l->hw[KIND_NODE][cpu];
+                        int *cur = &l->hw[DOMAIN_NODE][cpu];
                         if (*cur < 0 || (int)node < *cur)
                                 *cur = (int)node; /* lowest node wins if lists overlap */
                 }
@@ -315,27 +315,27 @@ static int load_nodes(Loader *l) {
         if (r < 0)
                 return r;
         CPUSET_FOREACH (cpu, &l->t->online) {
-                l->keys[KIND_NODE][cpu] = l->hw[KIND_NODE][cpu];
+                l->keys[DOMAIN_NODE][cpu] = l->hw[DOMAIN_NODE][cpu];
         }
         return 0;
 }
 
-static void kind_tables(Topology *t, TopoKind kind, TopoDomain ***ret_doms, unsigned **ret_n,
-                        size_t *ret_field) {
-        switch (kind) {
-        case KIND_CORE:
+static void domain_tables(Topology *t, TopoDomainKind domain, TopoDomain ***ret_doms,
+                          unsigned **ret_n, size_t *ret_field) {
+        switch (domain) {
+        case DOMAIN_CORE:
                 *ret_doms = &t->cores, *ret_n = &t->n_cores;
                 *ret_field = offsetof(TopoCpu, core);
                 break;
-        case KIND_CLUSTER:
+        case DOMAIN_CLUSTER:
                 *ret_doms = &t->clusters, *ret_n = &t->n_clusters;
                 *ret_field = offsetof(TopoCpu, cluster);
                 break;
-        case KIND_LLC:
+        case DOMAIN_LLC:
                 *ret_doms = &t->llcs, *ret_n = &t->n_llcs;
                 *ret_field = offsetof(TopoCpu, llc);
                 break;
-        case KIND_PACKAGE:
+        case DOMAIN_PACKAGE:
                 *ret_doms = &t->packages, *ret_n = &t->n_packages;
                 *ret_field = offsetof(TopoCpu, package);
                 break;
@@ -350,12 +350,12 @@ static void kind_tables(Topology *t, TopoKind kind, TopoDomain ***ret_doms, unsi
  * Groups the online CPUs by their key into dense domains, numbered in order of
  * their lowest CPU, and stores each CPU's domain index in its TopoCpu.
  */
-static int domains_build(Loader *l, TopoKind kind) {
+static int domains_build(Loader *l, TopoDomainKind domain) {
         Topology *t = l->t;
         TopoDomain **doms;
         unsigned *n;
         size_t field;
-        kind_tables(t, kind, &doms, &n, &field);
+        domain_tables(t, domain, &doms, &n, &field);
 
         /* Keys that are CPU numbers (sibling lists) map through by_cpu in O(1);
          * kernel ids (packages, nodes, fallbacks) are few and searched. */
@@ -369,7 +369,7 @@ static int domains_build(Loader *l, TopoKind kind) {
 
         unsigned count = 0;
         CPUSET_FOREACH (cpu, &t->online) {
-                int key = l->keys[kind][cpu], i = -1;
+                int key = l->keys[domain][cpu], i = -1;
                 bool direct = key >= 0 && (unsigned)key < t->n_cpus;
                 if (direct)
                         i = by_cpu[key];
@@ -397,7 +397,7 @@ static int domains_build(Loader *l, TopoKind kind) {
                 TopoDomain *dom = &d[*(int *)((char *)&t->cpus[cpu] + field)];
                 cpuset_set(&dom->cpus, cpu);
                 if (dom->hw_id == INT_MIN) /* the lowest CPU's id */
-                        dom->hw_id = l->hw[kind][cpu];
+                        dom->hw_id = l->hw[domain][cpu];
         }
         free(*doms);
         *doms = d;
@@ -481,18 +481,19 @@ static void choose_llcs(Loader *l) {
                              (ci[i].level == best->level && ci[i].multi_core)))
                                 best = &ci[i];
                 if (best) {
-                        l->keys[KIND_LLC][cpu] = best->key;
-                        l->hw[KIND_LLC][cpu] = best->hw_id;
+                        l->keys[DOMAIN_LLC][cpu] = best->key;
+                        l->hw[DOMAIN_LLC][cpu] = best->hw_id;
                 } else {
                         /* Negative keys never collide with the CPU-number keys of caches. */
-                        l->keys[KIND_LLC][cpu] = -2 - l->hw[KIND_PACKAGE][cpu];
-                        l->hw[KIND_LLC][cpu] = l->hw[KIND_PACKAGE][cpu];
+                        l->keys[DOMAIN_LLC][cpu] = -2 - l->hw[DOMAIN_PACKAGE][cpu];
+                        l->hw[DOMAIN_LLC][cpu] = l->hw[DOMAIN_PACKAGE][cpu];
                 }
         }
 }
 
 static int build_all(Loader *l) {
-        static const TopoKind order[] = { KIND_CLUSTER, KIND_LLC, KIND_PACKAGE, KIND_NODE };
+        static const TopoDomainKind order[] = { DOMAIN_CLUSTER, DOMAIN_LLC, DOMAIN_PACKAGE,
+                                                DOMAIN_NODE };
         Topology *t = l->t;
         unsigned min_cap = UINT_MAX, max_cap = 0;
 
@@ -549,7 +550,7 @@ int topo_load(const char *sysfs_root, Topology **ret) {
         r = load_nodes(&l);
         if (r < 0)
                 return r;
-        r = domains_build(&l, KIND_CORE);
+        r = domains_build(&l, DOMAIN_CORE);
         if (r < 0)
                 return r;
         TOPO_FOREACH_CPU (cpu, l.t) {
@@ -599,13 +600,13 @@ int topo_new_uniform(unsigned packages, unsigned llcs_per_package, unsigned core
                 int llc = core / (int)cores_per_llc;
                 int package = llc / (int)llcs_per_package;
                 int cores_per_package = (int)(cores_per_llc * llcs_per_package);
-                l.keys[KIND_CORE][cpu] = l.keys[KIND_CLUSTER][cpu] = core;
-                l.hw[KIND_CORE][cpu] = l.hw[KIND_CLUSTER][cpu] = core % cores_per_package;
-                l.keys[KIND_LLC][cpu] = l.hw[KIND_LLC][cpu] = llc;
-                l.keys[KIND_PACKAGE][cpu] = l.hw[KIND_PACKAGE][cpu] = package;
-                l.keys[KIND_NODE][cpu] = l.hw[KIND_NODE][cpu] = package;
+                l.keys[DOMAIN_CORE][cpu] = l.keys[DOMAIN_CLUSTER][cpu] = core;
+                l.hw[DOMAIN_CORE][cpu] = l.hw[DOMAIN_CLUSTER][cpu] = core % cores_per_package;
+                l.keys[DOMAIN_LLC][cpu] = l.hw[DOMAIN_LLC][cpu] = llc;
+                l.keys[DOMAIN_PACKAGE][cpu] = l.hw[DOMAIN_PACKAGE][cpu] = package;
+                l.keys[DOMAIN_NODE][cpu] = l.hw[DOMAIN_NODE][cpu] = package;
         }
-        r = domains_build(&l, KIND_CORE);
+        r = domains_build(&l, DOMAIN_CORE);
         if (r < 0)
                 return r;
         r = build_all(&l);
