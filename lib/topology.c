@@ -33,35 +33,17 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "topology-internal.h"
 
 #define CAPACITY_DEFAULT 1024u
 #define TOPO_MAX_CACHES  16 /* cache/indexM entries looked at per CPU */
 
-typedef enum TopoDomainKind {
-        DOMAIN_CORE,
-        DOMAIN_CLUSTER,
-        DOMAIN_LLC,
-        DOMAIN_PACKAGE,
-        DOMAIN_NODE,
-        _DOMAIN_MAX,
-} TopoDomainKind;
-
-typedef struct CacheInfo {
+struct CacheInfo {
         unsigned level;
         int key;         /* lowest online CPU sharing this cache */
         int hw_id;       /* cache/indexM/id, -1 when not exposed */
         bool multi_core; /* shared by CPUs of more than one core */
-} CacheInfo;
-
-/* State of one topo_load() or topo_new_uniform(); owns everything it points to. */
-typedef struct Loader {
-        char base[PATH_MAX]; /* SYSFS_ROOT/sys/devices/system */
-        Topology *t;
-        int *keys[_DOMAIN_MAX]; /* per CPU: equal keys = same domain */
-        int *hw[_DOMAIN_MAX];   /* per CPU: the kernel's id of its domain */
-        CacheInfo *caches;      /* TOPO_MAX_CACHES per CPU */
-        unsigned *n_caches;     /* per CPU */
-} Loader;
+};
 
 static void loader_done(Loader *l) {
         topo_free(l->t);
@@ -104,7 +86,7 @@ _printf_(4, 5) static int read_word_at(const Loader *l, char *buf, size_t size, 
         return read_word(path, buf, size);
 }
 
-_printf_(3, 4) static int read_long_at(const Loader *l, long *ret, const char *fmt, ...) {
+_printf_(3, 4) int loader_read_long(const Loader *l, long *ret, const char *fmt, ...) {
         char path[PATH_MAX], buf[64];
         va_list ap;
         va_start(ap, fmt);
@@ -125,7 +107,7 @@ _printf_(3, 4) static int read_long_at(const Loader *l, long *ret, const char *f
         return 0;
 }
 
-_printf_(3, 4) static int read_cpuset_at(const Loader *l, CpuSet *ret, const char *fmt, ...) {
+_printf_(3, 4) int loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...) {
         char path[PATH_MAX];
         va_list ap;
         va_start(ap, fmt);
@@ -139,7 +121,7 @@ _printf_(3, 4) static int read_cpuset_at(const Loader *l, CpuSet *ret, const cha
 /* A kernel id as a domain hw_id: -1 when absent or negative (the kernel prints -1 for none). */
 static int read_hw_id(const Loader *l, int cpu, const char *file, int *ret) {
         long v;
-        int r = read_long_at(l, &v, "cpu/cpu%d/%s", cpu, file);
+        int r = loader_read_long(l, &v, "cpu/cpu%d/%s", cpu, file);
         if (r == -ENOENT) {
                 *ret = -1;
                 return 0;
@@ -159,7 +141,7 @@ static int read_siblings(const Loader *l, int cpu, const char *const *files, con
         CpuSet set;
         int r = -ENOENT;
         for (; *files && r == -ENOENT; files++)
-                r = read_cpuset_at(l, &set, "cpu/cpu%d/%s", cpu, *files);
+                r = loader_read_cpuset(l, &set, "cpu/cpu%d/%s", cpu, *files);
         if (r == -ENOENT) {
                 if (fallback)
                         set = *fallback;
@@ -179,16 +161,16 @@ static int load_cpu_lists(Loader *l) {
         int r = -ENOENT;
 
         for (size_t i = 0; i < ELEMENTSOF(lists) && r == -ENOENT; i++)
-                r = read_cpuset_at(l, &t->possible, "cpu/%s", lists[i]);
+                r = loader_read_cpuset(l, &t->possible, "cpu/%s", lists[i]);
         if (r < 0)
                 return r;
-        r = read_cpuset_at(l, &t->online, "cpu/online");
+        r = loader_read_cpuset(l, &t->online, "cpu/online");
         if (r == -ENOENT) {
                 /* Old or partial trees: whatever is possible, minus cpuN/online = 0. */
                 t->online = t->possible;
                 CPUSET_FOREACH (cpu, &t->possible) {
                         long v;
-                        if (read_long_at(l, &v, "cpu/cpu%d/online", cpu) == 0 && v == 0)
+                        if (loader_read_long(l, &v, "cpu/cpu%d/online", cpu) == 0 && v == 0)
                                 cpuset_clear(&t->online, cpu);
                 }
         } else if (r < 0)
@@ -265,7 +247,7 @@ static int load_cpu_topology(Loader *l, int cpu) {
 
 static int load_capacity(Loader *l, int cpu) {
         long v;
-        int r = read_long_at(l, &v, "cpu/cpu%d/cpu_capacity", cpu);
+        int r = loader_read_long(l, &v, "cpu/cpu%d/cpu_capacity", cpu);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -299,7 +281,7 @@ static int load_nodes(Loader *l) {
                     node > INT_MAX)
                         continue;
                 CpuSet cpus;
-                r = read_cpuset_at(l, &cpus, "node/%s/cpulist", de->d_name);
+                r = loader_read_cpuset(l, &cpus, "node/%s/cpulist", de->d_name);
                 if (r == -ENOENT) {
                         r = 0;
                         continue;
@@ -418,7 +400,7 @@ static int load_cpu_caches(Loader *l, int cpu) {
                 char type[32];
                 CpuSet shared;
 
-                r = read_long_at(l, &level, "cpu/cpu%d/cache/index%d/level", cpu, idx);
+                r = loader_read_long(l, &level, "cpu/cpu%d/cache/index%d/level", cpu, idx);
                 if (r == -ENOENT)
                         break;
                 if (r < 0)
@@ -430,7 +412,8 @@ static int load_cpu_caches(Loader *l, int cpu) {
                         return r;
                 if (r == 0 && strcmp(type, "Instruction") == 0)
                         continue;
-                r = read_cpuset_at(l, &shared, "cpu/cpu%d/cache/index%d/shared_cpu_list", cpu, idx);
+                r = loader_read_cpuset(l, &shared, "cpu/cpu%d/cache/index%d/shared_cpu_list", cpu,
+                                       idx);
                 if (r == -ENOENT)
                         cpuset_zero(&shared);
                 else if (r < 0)
@@ -514,7 +497,10 @@ static int loader_init(Loader *l, const char *sysfs_root) {
         size_t len = strlen(sysfs_root);
         while (len > 0 && sysfs_root[len - 1] == '/')
                 len--;
-        int n = snprintf(l->base, sizeof(l->base), "%.*s/sys/devices/system", (int)len, sysfs_root);
+        int n = snprintf(l->devices, sizeof(l->devices), "%.*s/sys/devices", (int)len, sysfs_root);
+        if (n < 0 || (size_t)n >= sizeof(l->devices))
+                return -ENAMETOOLONG;
+        n = snprintf(l->base, sizeof(l->base), "%s/system", l->devices);
         if (n < 0 || (size_t)n >= sizeof(l->base))
                 return -ENAMETOOLONG;
         l->t = calloc(1, sizeof(Topology));
