@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the topology's own files share (topology.c: the loader, domains and
- * the JSON form); not part of the library's interface.
+ * the JSON form; topology-kinds.c: kinds of core and capacities); not part
+ * of the library's interface.
  */
 #pragma once
 
@@ -43,3 +44,17 @@ _printf_(3, 4) int loader_read_long(const Loader *l, long *ret, const char *fmt,
 
 /* loader_read_cpuset() - a cpulist file under l->base. Return: as cpuset_read_file(). */
 _printf_(3, 4) int loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...);
+
+/*
+ * topo_kinds_load() - the kind and capacity of each online CPU, the capacity
+ * source, the per-kind sets and the asymmetric flag (topology-kinds.c).
+ * Needs the LLC domains built.
+ *
+ * Return: 0, -ENOMEM, or negative errno from a file that exists but cannot
+ * be read or parsed.
+ */
+int topo_kinds_load(Loader *l);
+
+/* topo_kinds_finish() - the per-kind sets and the asymmetric flag from the CPUs' kinds and
+ * capacities. */
+void topo_kinds_finish(Topology *t);

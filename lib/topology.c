@@ -2,6 +2,7 @@
 /*
  * Reads the CPU topology from a sysfs root into dense domain tables (cores,
  * clusters, LLCs, packages, NUMA nodes), and builds synthetic symmetric ones.
+ * The kinds of core and capacities are read in topology-kinds.c.
  *
  * Every domain kind is built the same way: each online CPU gets a key (the
  * lowest online CPU of its sibling list, or a kernel id), and CPUs with
@@ -206,6 +207,7 @@ static int loader_alloc(Loader *l, unsigned n_cpus) {
                                 .node = -1,
                                 .capacity = CAPACITY_DEFAULT };
                 c->online = cpuset_isset(&l->t->online, (int)cpu);
+                c->kind = c->online ? TOPO_CORE_PERFORMANCE : _TOPO_CORE_KIND_INVALID;
         }
         return 0;
 }
@@ -242,19 +244,6 @@ static int load_cpu_topology(Loader *l, int cpu) {
         if (r < 0)
                 return r;
         l->keys[DOMAIN_PACKAGE][cpu] = l->hw[DOMAIN_PACKAGE][cpu];
-        return 0;
-}
-
-static int load_capacity(Loader *l, int cpu) {
-        long v;
-        int r = loader_read_long(l, &v, "cpu/cpu%d/cpu_capacity", cpu);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        if (v <= 0 || v > UINT_MAX)
-                return -EINVAL;
-        l->t->cpus[cpu].capacity = (unsigned)v;
         return 0;
 }
 
@@ -477,19 +466,12 @@ static void choose_llcs(Loader *l) {
 static int build_all(Loader *l) {
         static const TopoDomainKind order[] = { DOMAIN_CLUSTER, DOMAIN_LLC, DOMAIN_PACKAGE,
                                                 DOMAIN_NODE };
-        Topology *t = l->t;
-        unsigned min_cap = UINT_MAX, max_cap = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(order); i++) {
                 int r = domains_build(l, order[i]);
                 if (r < 0)
                         return r;
         }
-        TOPO_FOREACH_CPU (cpu, t) {
-                min_cap = MIN(min_cap, t->cpus[cpu].capacity);
-                max_cap = MAX(max_cap, t->cpus[cpu].capacity);
-        }
-        t->asymmetric = min_cap != max_cap;
         return 0;
 }
 
@@ -523,11 +505,6 @@ int topo_load(const char *sysfs_root, Topology **ret) {
         if (r < 0)
                 return r;
 
-        CPUSET_FOREACH (cpu, &l.t->possible) {
-                r = load_capacity(&l, cpu);
-                if (r < 0)
-                        return r;
-        }
         TOPO_FOREACH_CPU (cpu, l.t) {
                 r = load_cpu_topology(&l, cpu);
                 if (r < 0)
@@ -546,6 +523,9 @@ int topo_load(const char *sysfs_root, Topology **ret) {
         }
         choose_llcs(&l);
         r = build_all(&l);
+        if (r < 0)
+                return r;
+        r = topo_kinds_load(&l);
         if (r < 0)
                 return r;
 
@@ -598,6 +578,7 @@ int topo_new_uniform(unsigned packages, unsigned llcs_per_package, unsigned core
         r = build_all(&l);
         if (r < 0)
                 return r;
+        topo_kinds_finish(t);
 
         *ret = TAKE_PTR(l.t);
         return 0;
@@ -659,6 +640,13 @@ static json_object *json_llc(const Topology *t, const TopoDomain *d) {
         return TAKE_PTR(o);
 }
 
+/* Adds s under key, or null where s is NULL (an offline CPU's kind). */
+static int json_add_string_or_null(json_object *obj, const char *key, const char *s) {
+        if (s)
+                return json_add(obj, key, json_object_new_string(s));
+        return json_object_object_add(obj, key, NULL) < 0 ? -ENOMEM : 0;
+}
+
 static json_object *json_cpu(const TopoCpu *c) {
         _cleanup_(json_putp) json_object *o = json_object_new_object();
         if (!o || json_add(o, "cpu", json_object_new_int(c->cpu)) < 0 ||
@@ -668,9 +656,27 @@ static json_object *json_cpu(const TopoCpu *c) {
             json_add(o, "llc", json_object_new_int(c->llc)) < 0 ||
             json_add(o, "package", json_object_new_int(c->package)) < 0 ||
             json_add(o, "node", json_object_new_int(c->node)) < 0 ||
+            json_add_string_or_null(o, "kind", topo_core_kind_to_string(c->kind)) < 0 ||
             json_add(o, "capacity", json_object_new_int64(c->capacity)) < 0)
                 return NULL;
         return TAKE_PTR(o);
+}
+
+/* "kinds": {"performance": cpulist, "efficient": ..., "low-power": ...}, every kind named. */
+static int json_add_kinds(json_object *obj, const Topology *t) {
+        _cleanup_(json_putp) json_object *o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        for (TopoCoreKind k = 0; k < _TOPO_CORE_KIND_MAX; k++) {
+                int r = json_add_cpuset(o, topo_core_kind_to_string(k), &t->kind_cpus[k]);
+                if (r < 0)
+                        return r;
+        }
+        int r = json_add(obj, "kinds", TAKE_PTR(o));
+        if (r < 0)
+                return r;
+        return json_add(obj, "capacity_source",
+                        json_object_new_string(topo_capacity_source_to_string(t->capacity_source)));
 }
 
 static int json_add_counts(json_object *o, const Topology *t) {
@@ -704,6 +710,8 @@ int topo_to_json(const Topology *t, char **ret) {
                 r = json_add_cpuset(o, "offline", &t->offline);
         if (r >= 0)
                 r = json_add_counts(o, t);
+        if (r >= 0)
+                r = json_add_kinds(o, t);
         if (r >= 0)
                 r = json_add(o, "llcs", llcs = json_object_new_array());
         for (unsigned i = 0; r >= 0 && i < t->n_llcs; i++)

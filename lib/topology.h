@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The CPU topology placed reasons about: online CPUs, SMT cores, clusters,
- * last-level-cache (LLC) domains, packages, NUMA nodes and CPU capacity,
- * read from a sysfs root so tests run on fixture trees of machines we do not
- * have.
+ * last-level-cache (LLC) domains, packages, NUMA nodes, and each CPU's kind
+ * of core and relative capacity, read from a sysfs root so tests run on
+ * fixture trees of machines we do not have.
  *
  * Domains are numbered densely (0..n-1) in order of their lowest CPU, so the
  * same machine always yields the same ids. Only online CPUs belong to a
@@ -11,9 +11,34 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 
 #include "cpuset.h"
+
+/*
+ * The kind of a core, from what the kernel shows (docs/design.md, "Kinds of
+ * core and capacity"). A machine whose cores are all alike has only
+ * performance cores: the kind names the biggest cores present, not a
+ * particular microarchitecture.
+ */
+typedef enum TopoCoreKind {
+        TOPO_CORE_PERFORMANCE, /* P-cores, AMD's full cores, big */
+        TOPO_CORE_EFFICIENT,   /* E-cores, AMD's compact "c" cores, LITTLE */
+        TOPO_CORE_LOW_POWER,   /* LP E-cores off the compute die; any third tier */
+        _TOPO_CORE_KIND_MAX,
+        _TOPO_CORE_KIND_INVALID = -EINVAL, /* an offline CPU: nothing read */
+} TopoCoreKind;
+
+/* Which file decided the capacities (topology-kinds.c says why in this order). */
+typedef enum TopoCapacitySource {
+        TOPO_CAPACITY_NONE,         /* nothing told the CPUs apart: all 1024 */
+        TOPO_CAPACITY_CPU_CAPACITY, /* cpuN/cpu_capacity, values that differ */
+        TOPO_CAPACITY_CPPC,         /* CPPC highest_perf, per kind */
+        TOPO_CAPACITY_PMU,          /* the hybrid PMU's kinds, at default ratios */
+        _TOPO_CAPACITY_SOURCE_MAX,
+        _TOPO_CAPACITY_SOURCE_INVALID = -EINVAL,
+} TopoCapacitySource;
 
 typedef struct TopoCpu {
         int cpu; /* CPU number */
@@ -23,7 +48,8 @@ typedef struct TopoCpu {
         int llc;           /* dense index into Topology.llcs, -1 when offline */
         int package;       /* dense index into Topology.packages, -1 when offline */
         int node;          /* dense index into Topology.nodes, -1 when offline */
-        unsigned capacity; /* cpu_capacity (1024 = the biggest CPU) */
+        TopoCoreKind kind; /* _TOPO_CORE_KIND_INVALID when offline */
+        unsigned capacity; /* relative capacity, 1024 = the biggest CPU; 1024 when offline */
 } TopoCpu;
 
 typedef struct TopoDomain {
@@ -54,7 +80,10 @@ typedef struct Topology {
         /* Cache level the LLCs were taken from; 0 when caches were not
          * described and LLC = package was assumed. */
         unsigned llc_level;
-        bool asymmetric; /* CPUs differ in capacity (big.LITTLE, hybrid) */
+
+        CpuSet kind_cpus[_TOPO_CORE_KIND_MAX]; /* online CPUs of each kind */
+        TopoCapacitySource capacity_source;
+        bool asymmetric; /* CPUs differ in kind or capacity (big.LITTLE, hybrid) */
 } Topology;
 
 /*
@@ -80,12 +109,20 @@ Topology *topo_free(Topology *t);
 /*
  * topo_to_json() - the topology as a JSON object string (keys "online",
  * "offline", "llcs" [{id, cpus, level}], "cores", "clusters", "packages",
- * "nodes", "asymmetric", "cpus" [{cpu, core, cluster, llc, package, node,
- * capacity}]). Caller frees *ret.
+ * "nodes", "asymmetric", "capacity_source", "kinds" {performance, efficient,
+ * low-power: cpulists}, "cpus" [{cpu, core, cluster, llc, package, node,
+ * kind (null when offline), capacity}]). Caller frees *ret.
  *
  * Return: 0 or -ENOMEM.
  */
 int topo_to_json(const Topology *t, char **ret);
+
+/* Names as the JSON form and docs write them ("performance", "low-power"); NULL out of range. */
+const char *topo_core_kind_to_string(TopoCoreKind k);
+int topo_core_kind_from_string(const char *s);
+/* "none", "cpu_capacity", "cppc", "pmu"; NULL out of range. */
+const char *topo_capacity_source_to_string(TopoCapacitySource s);
+int topo_capacity_source_from_string(const char *s);
 
 /* Iterates over the online CPUs of t in ascending order. */
 #define TOPO_FOREACH_CPU(cpu, t) CPUSET_FOREACH (cpu, &(t)->online)
