@@ -24,8 +24,40 @@ PY
 check "$fx/topo-vm2" 0-1 1 2 1 1
 check "$fx/topo-epyc2s" 0-127 16 64 2 2
 check "$fx/topo-hybrid" 0-19 1 14 1 1
+check "$fx/topo-mtl" 0-21 2 16 1 1
+check "$fx/topo-strix" 0-23 2 12 1 1
 check "$fx/topo-biglittle" 0-7 2 8 1 1
 check "$fx/topo-offline" 0-1,4-7 1 4 1 1
+
+# Kinds of core on the Meteor Lake laptop: the per-kind cpulists, where the
+# capacities came from, and each CPU's kind and capacity (CPPC highest_perf
+# 60/58, 38 and 25: per kind, scaled so the top is 1024).
+"$placed" --dump-topology --sysfs-root "$fx/topo-mtl" >"$T/mtl.json" || fail "--dump-topology on topo-mtl failed"
+python3 - "$T/mtl.json" <<'PY' || fail "unexpected kinds of core for topo-mtl"
+import json, sys
+t = json.load(open(sys.argv[1]))
+kinds = {"performance": "0-1,10-19", "efficient": "2-9", "low-power": "20-21"}
+assert t["kinds"] == kinds, t["kinds"]
+assert t["capacity_source"] == "cppc", t["capacity_source"]
+assert t["asymmetric"] is True
+got = {c["cpu"]: (c["kind"], c["capacity"]) for c in t["cpus"]}
+want = {0: ("performance", 1024), 19: ("performance", 1024), 2: ("efficient", 649),
+        9: ("efficient", 649), 20: ("low-power", 427), 21: ("low-power", 427)}
+for cpu, w in want.items():
+    assert got[cpu] == w, "cpu %d: got %s, want %s" % (cpu, got[cpu], w)
+PY
+ok "topo-mtl: kinds $(python3 -c "import json; t=json.load(open('$T/mtl.json')); print(t['kinds'], 'from', t['capacity_source'])")"
+
+# A symmetric machine: every CPU performance, capacities from nothing.
+"$placed" --dump-topology --sysfs-root "$fx/topo-epyc2s" >"$T/epyc.json" || fail "--dump-topology on topo-epyc2s failed"
+python3 -c "
+import json, sys
+t = json.load(open('$T/epyc.json'))
+assert t['kinds'] == {'performance': '0-127', 'efficient': '', 'low-power': ''}, t['kinds']
+assert t['capacity_source'] == 'none' and not t['asymmetric']
+assert {(c['kind'], c['capacity']) for c in t['cpus']} == {('performance', 1024)}
+" || fail "unexpected kinds of core for topo-epyc2s"
+ok "topo-epyc2s: every CPU performance, capacity source none"
 
 # The live machine: online matches the kernel's own list.
 "$placed" --dump-topology >"$T/live.json" || fail "--dump-topology on / failed"
