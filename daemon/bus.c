@@ -665,7 +665,8 @@ static int property_get_profile_source(sd_bus *bus, const char *path, const char
                                        const char *property, sd_bus_message *reply, void *userdata,
                                        sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", profile_source_to_string(m->profile_source));
+        return sd_bus_message_append(reply, "s",
+                                     strna(profile_source_to_string(m->profile_source)));
 }
 
 static int property_get_profile_reason(sd_bus *bus, const char *path, const char *interface,
@@ -680,8 +681,8 @@ static int property_get_follow(sd_bus *bus, const char *path, const char *interf
                                sd_bus_error *error) {
         Manager *m = userdata;
         return sd_bus_message_append(reply, PLACED_FOLLOW,
-                                     follow_state_to_string(m->followed.state), m->followed.daemon,
-                                     m->followed.ppd_profile);
+                                     strna(follow_state_to_string(m->followed.state)),
+                                     m->followed.daemon, m->followed.ppd_profile);
 }
 
 static int property_get_profiles(sd_bus *bus, const char *path, const char *interface,
@@ -700,7 +701,7 @@ static int property_get_mode(sd_bus *bus, const char *path, const char *interfac
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", manager_mode_to_string(m->mode));
+        return sd_bus_message_append(reply, "s", strna(manager_mode_to_string(m->mode)));
 }
 
 static int property_get_version(sd_bus *bus, const char *path, const char *interface,

@@ -24,7 +24,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "string-table.h"
+
 static int max_level = LOG_INFO;
+
+static const char *const log_level_table[LOG_DEBUG + 1] = {
+        [LOG_ERR] = "err",   [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+        [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(log_level);
 
 void log_set_max_level(int level) {
         max_level = level;

@@ -14,6 +14,9 @@
 
 #include "macro.h"
 
+/* Return: the syslog level named s ("err", "warning", "notice", "info", "debug"), or -EINVAL. */
+int log_level_from_string(const char *s);
+
 void log_set_max_level(int level);
 /* Return: true when lines carry "<N>" (stderr is the journal, a pipe or a file, not a terminal). */
 bool log_use_prefix(void);

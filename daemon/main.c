@@ -68,18 +68,6 @@ static void help(void) {
                "See placed(8), placed.conf(5) and placectl(1).\n");
 }
 
-static int parse_log_level(const char *s) {
-        static const char *const names[] = { [LOG_ERR] = "err",
-                                             [LOG_WARNING] = "warning",
-                                             [LOG_NOTICE] = "notice",
-                                             [LOG_INFO] = "info",
-                                             [LOG_DEBUG] = "debug" };
-        for (int i = 0; i < (int)ELEMENTSOF(names); i++)
-                if (names[i] && strcmp(names[i], s) == 0)
-                        return i;
-        return -EINVAL;
-}
-
 static int parse_interval(const char *s, unsigned *ret) {
         char *end;
         errno = 0;
@@ -213,7 +201,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         r = 0;
                         break;
                 case ARG_LOG_LEVEL:
-                        r = parse_log_level(optarg);
+                        r = log_level_from_string(optarg);
                         if (r < 0)
                                 fprintf(stderr,
                                         "placed: invalid --log-level \"%s\": expected err, "

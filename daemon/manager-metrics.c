@@ -66,10 +66,10 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
 
         *f = (MetricsFigures){
                 .version = PLACED_VERSION,
-                .mode = manager_mode_to_string(m->mode),
+                .mode = strna(manager_mode_to_string(m->mode)),
                 .wake_source = m->wake_source ? m->wake_source : "none",
                 .profile = m->profile ? m->profile->name : "",
-                .profile_source = profile_source_to_string(m->profile_source),
+                .profile_source = strna(profile_source_to_string(m->profile_source)),
                 .n_holds = m->n_holds,
                 .placement_changes = m->n_placement_changes,
                 .trials_started = m->n_trials_started,

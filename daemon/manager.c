@@ -30,8 +30,9 @@
 #include "loop.h"
 #include "pipeline.h"
 #include "policy.h"
-#include "wake-graph.h"
+#include "string-table.h"
 #include "undo.h"
+#include "wake-graph.h"
 
 #define MANAGER_MAX_HOLDS 64
 
@@ -41,9 +42,12 @@ static uint64_t now_usec(clockid_t clock) {
         return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
 }
 
-const char *manager_mode_to_string(ManagerMode mode) {
-        return mode == MANAGER_ADVISE ? "advise" : "enforce";
-}
+static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
+        [MANAGER_ENFORCE] = "enforce",
+        [MANAGER_ADVISE] = "advise",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(manager_mode, ManagerMode);
 
 /* What the pipeline works with this tick. */
 static PipelineEnv manager_pipeline_env(const Manager *m) {
@@ -139,25 +143,23 @@ static void manager_notify_status(Manager *m) {
                    manager_mode_to_string(m->mode), m->n_groups, m->last_tick_cost_usec);
 }
 
-const char *profile_source_to_string(ProfileSource s) {
-        static const char *const names[] = {
-                [PROFILE_SOURCE_HELD] = "held",
-                [PROFILE_SOURCE_CHOSEN] = "chosen",
-                [PROFILE_SOURCE_FOLLOWED] = "followed",
-                [PROFILE_SOURCE_CONFIGURED] = "configured",
-        };
-        return (unsigned)s < ELEMENTSOF(names) ? names[s] : "?";
-}
+static const char *const profile_source_table[_PROFILE_SOURCE_MAX] = {
+        [PROFILE_SOURCE_HELD] = "held",
+        [PROFILE_SOURCE_CHOSEN] = "chosen",
+        [PROFILE_SOURCE_FOLLOWED] = "followed",
+        [PROFILE_SOURCE_CONFIGURED] = "configured",
+};
 
-const char *follow_state_to_string(FollowState s) {
-        static const char *const names[] = {
-                [FOLLOW_STATE_OFF] = "off",
-                [FOLLOW_STATE_WAITING] = "waiting",
-                [FOLLOW_STATE_FOLLOWING] = "following",
-                [FOLLOW_STATE_GONE] = "gone",
-        };
-        return (unsigned)s < ELEMENTSOF(names) ? names[s] : "?";
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(profile_source, ProfileSource);
+
+static const char *const follow_state_table[_FOLLOW_STATE_MAX] = {
+        [FOLLOW_STATE_OFF] = "off",
+        [FOLLOW_STATE_WAITING] = "waiting",
+        [FOLLOW_STATE_FOLLOWING] = "following",
+        [FOLLOW_STATE_GONE] = "gone",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(follow_state, FollowState);
 
 /* The followed daemon's profile mapped to one of ours; NULL when there is none to follow. */
 static const char *manager_followed_profile(const Manager *m) {

@@ -51,6 +51,7 @@ typedef enum ProfileSource {
         PROFILE_SOURCE_CHOSEN,     /* SetProfile ("placectl profile NAME") or --profile */
         PROFILE_SOURCE_FOLLOWED,   /* [daemon] follow: mapped from the followed daemon's */
         PROFILE_SOURCE_CONFIGURED, /* [daemon] profile */
+        _PROFILE_SOURCE_MAX,
 } ProfileSource;
 
 /* What placed knows of the followed power-profiles daemon (follow.c reports it). */
@@ -59,6 +60,7 @@ typedef enum FollowState {
         FOLLOW_STATE_WAITING,   /* no daemon owns the API (yet) */
         FOLLOW_STATE_FOLLOWING, /* a daemon owns it and its profile is known */
         FOLLOW_STATE_GONE,      /* it left: its last profile is kept */
+        _FOLLOW_STATE_MAX,
 } FollowState;
 
 typedef struct ManagerFollow {
@@ -72,6 +74,7 @@ typedef struct Follow Follow;
 typedef enum ManagerMode {
         MANAGER_ENFORCE, /* changes are applied */
         MANAGER_ADVISE,  /* everything is computed and published, nothing changed */
+        _MANAGER_MODE_MAX,
 } ManagerMode;
 
 typedef struct Manager {
@@ -176,9 +179,9 @@ int manager_hold_profile(Manager *m, const char *profile, const char *reason, co
 void manager_follow_update(Manager *m, const char *daemon, const char *ppd_profile);
 void manager_follow_lost(Manager *m);
 
-/* "held", "chosen", "followed", "configured" */
+/* "held", "chosen", "followed", "configured"; NULL out of range. */
 const char *profile_source_to_string(ProfileSource s);
-/* "off", "waiting", "following", "gone" */
+/* "off", "waiting", "following", "gone"; NULL out of range. */
 const char *follow_state_to_string(FollowState s);
 /* Return: 1 released, 0 no such hold (or not owner's when owner != NULL). */
 int manager_release_profile(Manager *m, uint32_t cookie, const char *owner);
@@ -197,7 +200,7 @@ int manager_restore(Manager *m);
  * (the configured default).
  */
 
-/* "enforce" or "advise" */
+/* "enforce" or "advise"; NULL out of range. */
 const char *manager_mode_to_string(ManagerMode mode);
 
 /* The group holding tid, or NULL. */

@@ -608,7 +608,7 @@ static const TaskFacts *pipeline_placeable(const Pipeline *p, const TaskId *id) 
                 TaskOwner owner = task_facts_owner(t, p->self_pid);
                 log_debug("Task %d left alone: %s.", (int)id->tid,
                           owner == TASK_OWNER_PLACED ? "ignored by a rule"
-                                                     : task_owner_to_string(owner));
+                                                     : strna(task_owner_to_string(owner)));
                 return NULL;
         }
         return t;
@@ -660,7 +660,8 @@ static void pipeline_apply_group(Pipeline *p, const PipelineEnv *env, const Grou
                         ret->placed++;
                         continue;
                 }
-                log_debug("Task %d left alone: %s.", (int)id->tid, affinity_result_to_string(res));
+                log_debug("Task %d left alone: %s.", (int)id->tid,
+                          strna(affinity_result_to_string(res)));
                 if (ret->refused < 0)
                         ret->refused = (int)res;
         }
@@ -698,7 +699,7 @@ static void pipeline_unapplied(const Pipeline *p, const PipelineEnv *env, PlanGr
         else if (ga->refused >= 0)
                 snprintf(now.reason, sizeof(now.reason),
                          "%s: its tasks are not placed's to move (%s); left alone", class,
-                         affinity_result_to_string((AffinityResult)ga->refused));
+                         strna(affinity_result_to_string((AffinityResult)ga->refused)));
         else
                 snprintf(now.reason, sizeof(now.reason),
                          "%s: none of its tasks could be placed now; left to the kernel", class);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "string-table.h"
 
 struct ActAffinity {
         ActuatorEnv opts;
@@ -357,18 +358,17 @@ int act_affinity_kind_ops(ActAffinity *a, JournalKindOps *ret, unsigned max) {
         return 1;
 }
 
-const char *affinity_result_to_string(AffinityResult r) {
-        static const char *const names[] = {
-                [AFFINITY_SET] = "set",
-                [AFFINITY_WOULD_SET] = "would-set",
-                [AFFINITY_UNCHANGED] = "unchanged",
-                [AFFINITY_EMPTY] = "empty-after-clamp",
-                [AFFINITY_REFUSED_KTHREAD] = "refused-kthread",
-                [AFFINITY_REFUSED_INIT] = "refused-init",
-                [AFFINITY_REFUSED_SELF] = "refused-self",
-                [AFFINITY_REFUSED_RT] = "refused-rt",
-                [AFFINITY_REFUSED_NARROWED] = "refused-narrowed",
-                [AFFINITY_REFUSED_CHANGED] = "refused-changed",
-        };
-        return (unsigned)r < ELEMENTSOF(names) ? names[r] : "unknown";
-}
+static const char *const affinity_result_table[_AFFINITY_RESULT_MAX] = {
+        [AFFINITY_SET] = "set",
+        [AFFINITY_WOULD_SET] = "would-set",
+        [AFFINITY_UNCHANGED] = "unchanged",
+        [AFFINITY_EMPTY] = "empty-after-clamp",
+        [AFFINITY_REFUSED_KTHREAD] = "refused-kthread",
+        [AFFINITY_REFUSED_INIT] = "refused-init",
+        [AFFINITY_REFUSED_SELF] = "refused-self",
+        [AFFINITY_REFUSED_RT] = "refused-rt",
+        [AFFINITY_REFUSED_NARROWED] = "refused-narrowed",
+        [AFFINITY_REFUSED_CHANGED] = "refused-changed",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(affinity_result, AffinityResult);

@@ -42,6 +42,7 @@ typedef enum AffinityResult {
         AFFINITY_REFUSED_RT,       /* SCHED_FIFO, SCHED_RR, SCHED_DEADLINE */
         AFFINITY_REFUSED_NARROWED, /* someone else narrowed its affinity */
         AFFINITY_REFUSED_CHANGED,  /* someone changed the mask placed set */
+        _AFFINITY_RESULT_MAX,
 } AffinityResult;
 
 /*
@@ -124,5 +125,5 @@ int act_affinity_kind_ops(ActAffinity *a, JournalKindOps *ret, unsigned max);
 /* Formats the journal key "TID:STARTTIME" into buf. */
 void act_affinity_format_key(const TaskId *id, char *buf, size_t size);
 
-/* Return: a short name ("set", "refused-rt", ...). */
+/* Return: a short name ("set", "refused-rt", ...); NULL out of range. */
 const char *affinity_result_to_string(AffinityResult r);

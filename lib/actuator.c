@@ -17,6 +17,7 @@
 #include "act-idle.h"
 #include "act-slice.h"
 #include "macro.h"
+#include "string-table.h"
 
 bool actuator_error_is_transient(int r) {
         return r == -ESRCH || r == -EAGAIN || r == -EBUSY || r == -EINTR || r == -ENOMEM ||
@@ -40,14 +41,13 @@ SliceBackend actuator_slice_backend_pick(const ActuatorEnv *env) {
         return env->cgroup_root ? SLICE_BACKEND_CGROUPFS : SLICE_BACKEND_NONE;
 }
 
-const char *slice_backend_to_string(SliceBackend b) {
-        static const char *const names[] = {
-                [SLICE_BACKEND_NONE] = "none",
-                [SLICE_BACKEND_SYSTEMD] = "systemd",
-                [SLICE_BACKEND_CGROUPFS] = "cgroupfs",
-        };
-        return (unsigned)b < ELEMENTSOF(names) ? names[b] : "unknown";
-}
+static const char *const slice_backend_table[_SLICE_BACKEND_MAX] = {
+        [SLICE_BACKEND_NONE] = "none",
+        [SLICE_BACKEND_SYSTEMD] = "systemd",
+        [SLICE_BACKEND_CGROUPFS] = "cgroupfs",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(slice_backend, SliceBackend);
 
 int actuators_open(const ActuatorEnv *env, Actuators *ret, int *ret_idle_error) {
         Actuators a = { 0 };

@@ -53,6 +53,7 @@ typedef enum SliceBackend {
         SLICE_BACKEND_NONE,     /* slices stay unconfined */
         SLICE_BACKEND_SYSTEMD,  /* AllowedCPUs= through systemd's D-Bus API */
         SLICE_BACKEND_CGROUPFS, /* cpuset.cpus files under env->cgroup_root */
+        _SLICE_BACKEND_MAX,
 } SliceBackend;
 
 #define ACTUATOR_KINDS_MAX 8 /* journal kinds of all actuators together */
@@ -76,6 +77,7 @@ int actuator_find_cpuset_root(const char *procfs_root, char **ret);
  * else cgroupfs when there is a cpuset hierarchy; else none.
  */
 SliceBackend actuator_slice_backend_pick(const ActuatorEnv *env);
+/* "none", "systemd", "cgroupfs"; NULL out of range. */
 const char *slice_backend_to_string(SliceBackend b);
 
 /* Every actuator of a running placed (or of a restore). */

@@ -41,9 +41,10 @@ struct ConfigItem {
         ConfigParseFn parse;
         size_t offset;
         unsigned min, max;        /* parse_unsigned */
-        const char *const *names; /* parse_enum: index = value, NULL = not accepted */
+        const char *const *names; /* parse_enum: the enum's string table, index = value */
         size_t n_names;
-        size_t size; /* string parsers: buffer size */
+        unsigned refused; /* parse_enum: bit 1 << value set: a name files may not select */
+        size_t size;      /* string parsers: buffer size */
 };
 
 struct ParseFile {

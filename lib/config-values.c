@@ -78,7 +78,7 @@ int parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *f
         size_t len = 0;
 
         for (size_t i = 0; i < item->n_names; i++) {
-                if (!item->names[i])
+                if (!item->names[i] || (item->refused & (1u << i)))
                         continue;
                 if (strcmp(item->names[i], value) == 0) {
                         *(int *)field = (int)i;

@@ -39,6 +39,7 @@
 
 #include "config-internal.h"
 #include "macro.h"
+#include "string-table.h"
 
 #ifndef PLACED_SYSCONFDIR
 #define PLACED_SYSCONFDIR "/etc"
@@ -47,70 +48,45 @@
 #define PLACED_DATADIR "/usr/local/share"
 #endif
 
-static const char *const pair_placement_names[] = {
+static const char *const pair_placement_table[_PAIR_PLACEMENT_MAX] = {
         [PAIR_PLACEMENT_NONE] = "none",
         [PAIR_PLACEMENT_SAME_CPU] = "same-cpu",
         [PAIR_PLACEMENT_SAME_CORE] = "same-core",
 };
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(pair_placement, PairPlacement);
 
-static const char *const spread_placement_names[] = {
+static const char *const spread_placement_table[_SPREAD_PLACEMENT_MAX] = {
         [SPREAD_PLACEMENT_NONE] = "none",
         [SPREAD_PLACEMENT_PACK] = "pack",
         [SPREAD_PLACEMENT_HOME] = "home",
         [SPREAD_PLACEMENT_SPREAD] = "spread",
 };
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(spread_placement, SpreadPlacement);
 
-static const char *const idle_constraint_names[] = {
+static const char *const idle_constraint_table[_IDLE_CONSTRAINT_MAX] = {
         [IDLE_CONSTRAINT_NEVER] = "never",
         [IDLE_CONSTRAINT_ON_DELAY] = "on-delay",
         [IDLE_CONSTRAINT_LATENCY_CRITICAL] = "latency-critical",
 };
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(idle_constraint, IdleConstraint);
 
-static const char *const wake_source_names[] = {
+static const char *const wake_source_kind_table[_WAKE_SOURCE_KIND_MAX] = {
         [WAKE_SOURCE_AUTO] = "auto",     [WAKE_SOURCE_BPF] = "bpf",   [WAKE_SOURCE_PERF] = "perf",
         [WAKE_SOURCE_REPLAY] = "replay", [WAKE_SOURCE_NONE] = "none",
 };
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(wake_source_kind, WakeSourceKind);
 
-/* What placed.conf may select: the replay source needs a file, so only the command line sets it. */
-static const char *const wake_source_config_names[] = {
-        [WAKE_SOURCE_AUTO] = "auto",
-        [WAKE_SOURCE_BPF] = "bpf",
-        [WAKE_SOURCE_PERF] = "perf",
-        [WAKE_SOURCE_NONE] = "none",
-};
-
-static const char *const follow_names[] = {
+static const char *const follow_kind_table[_FOLLOW_KIND_MAX] = {
         [FOLLOW_NONE] = "none",
         [FOLLOW_POWER_PROFILES] = "power-profiles",
 };
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(follow_kind, FollowKind);
 
 const char *const follow_ppd_profiles[FOLLOW_PPD_PROFILES] = { "power-saver", "balanced",
                                                                "performance" };
 /* The default [follow] mapping, index for index. */
 static const char *const follow_default_map[FOLLOW_PPD_PROFILES] = { "power-first", "balanced",
                                                                      "latency-first" };
-
-#define NAME_OR_NULL(table, i) ((unsigned)(i) < ELEMENTSOF(table) ? (table)[i] : NULL)
-
-const char *pair_placement_to_string(PairPlacement p) {
-        return NAME_OR_NULL(pair_placement_names, p);
-}
-
-const char *spread_placement_to_string(SpreadPlacement p) {
-        return NAME_OR_NULL(spread_placement_names, p);
-}
-
-const char *idle_constraint_to_string(IdleConstraint c) {
-        return NAME_OR_NULL(idle_constraint_names, c);
-}
-
-const char *wake_source_kind_to_string(WakeSourceKind k) {
-        return NAME_OR_NULL(wake_source_names, k);
-}
-
-const char *follow_kind_to_string(FollowKind k) {
-        return NAME_OR_NULL(follow_names, k);
-}
 
 const char *config_follow_profile(const Config *c, const char *ppd_profile) {
         for (size_t i = 0; ppd_profile && i < FOLLOW_PPD_PROFILES; i++)
@@ -484,8 +460,10 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
 #define ITEM_UINT(sec, k, type, field, lo, hi) \
         ITEM(sec, k, parse_unsigned, type, field, .min = lo, .max = hi)
 #define ITEM_BOOL(sec, k, type, field) ITEM(sec, k, parse_bool, type, field, .size = sizeof(bool))
-#define ITEM_ENUM(sec, k, type, field, table) \
-        ITEM(sec, k, parse_enum, type, field, .names = table, .n_names = ELEMENTSOF(table))
+/* An enum key takes the names of the enum's string table (string-table.h). */
+#define ITEM_ENUM(sec, k, type, field, name, ...)                    \
+        ITEM(sec, k, parse_enum, type, field, .names = name##_table, \
+             .n_names = ELEMENTSOF(name##_table), __VA_ARGS__)
 #define ITEM_STR(sec, k, fn, type, field) \
         ITEM(sec, k, fn, type, field, .size = sizeof(((type *)0)->field))
 /* The count follows the array; .size is the distance to it. */
@@ -498,9 +476,11 @@ static const ConfigItem config_items[] = {
         ITEM_UINT("daemon", "interval_ms", Config, interval_ms, 100, 60000),
         ITEM_BOOL("daemon", "dry_run", Config, dry_run),
         ITEM_STR("daemon", "journal_dir", parse_abs_path, Config, journal_dir),
-        ITEM_ENUM("daemon", "wake_source", Config, wake_source, wake_source_config_names),
+        /* The replay source needs a file: only the command line selects it. */
+        ITEM_ENUM("daemon", "wake_source", Config, wake_source, wake_source_kind,
+                  .refused = 1u << WAKE_SOURCE_REPLAY),
         ITEM_UINT("daemon", "sample_period", Config, sample_period, 1, 1000000),
-        ITEM_ENUM("daemon", "follow", Config, follow, follow_names),
+        ITEM_ENUM("daemon", "follow", Config, follow, follow_kind),
         ITEM_STR("follow", "power-saver", parse_profile_name, Config, follow_map[0]),
         ITEM_STR("follow", "balanced", parse_profile_name, Config, follow_map[1]),
         ITEM_STR("follow", "performance", parse_profile_name, Config, follow_map[2]),
@@ -512,20 +492,20 @@ static const ConfigItem config_items[] = {
 
 static const ConfigItem profile_items[] = {
         ITEM_STR("profile", "description", parse_string, Profile, description),
-        ITEM_ENUM("pair", "placement", Profile, pair_placement, pair_placement_names),
+        ITEM_ENUM("pair", "placement", Profile, pair_placement, pair_placement),
         ITEM_UINT("pair", "max_overlap_pct", Profile, pair_max_overlap_pct, 0, 100),
         /* 0.1's utilisation gate; pairs are judged by measured outcome now. */
         ITEM("pair", "max_util_pct", parse_obsolete, Profile, pair_max_overlap_pct, .min = 1,
              .max = 100),
-        ITEM_ENUM("fanout", "placement", Profile, fanout_placement, spread_placement_names),
+        ITEM_ENUM("fanout", "placement", Profile, fanout_placement, spread_placement),
         ITEM_UINT("fanout", "min_workers", Profile, fanout_min_workers, 0, 4096),
-        ITEM_ENUM("mesh", "placement", Profile, mesh_placement, spread_placement_names),
+        ITEM_ENUM("mesh", "placement", Profile, mesh_placement, spread_placement),
         ITEM_UINT("capacity", "llc_headroom_pct", Profile, llc_headroom_pct, 0, 90),
         ITEM_BOOL("system", "consolidate", Profile, consolidate),
         ITEM_UINT("system", "consolidate_below_load_pct", Profile, consolidate_below_load_pct, 0,
                   100),
         ITEM_UINT("system", "housekeeping_min_cpus", Profile, housekeeping_min_cpus, 1, 4096),
-        ITEM_ENUM("idle", "constraint", Profile, idle_constraint, idle_constraint_names),
+        ITEM_ENUM("idle", "constraint", Profile, idle_constraint, idle_constraint),
         ITEM_UINT("idle", "max_exit_latency_us", Profile, idle_max_exit_latency_us, 0, 100000000),
         ITEM_UINT("feedback", "runq_delay_budget_us", Profile, runq_delay_budget_us, 1, 10000000),
         ITEM_UINT("hysteresis", "dwell_ms", Profile, dwell_ms, 0, 3600000),

@@ -30,6 +30,7 @@ typedef enum PairPlacement {
         PAIR_PLACEMENT_NONE,      /* leave to the kernel */
         PAIR_PLACEMENT_SAME_CPU,  /* both tasks on one CPU */
         PAIR_PLACEMENT_SAME_CORE, /* one core (SMT siblings), or one CPU */
+        _PAIR_PLACEMENT_MAX,
 } PairPlacement;
 
 /* How fanout and mesh groups are laid over LLCs. */
@@ -38,6 +39,7 @@ typedef enum SpreadPlacement {
         SPREAD_PLACEMENT_PACK,   /* fewest LLCs that hold the utilisation with headroom */
         SPREAD_PLACEMENT_HOME,   /* one stable home per group, homes spread out */
         SPREAD_PLACEMENT_SPREAD, /* as many LLCs as have idle CPUs */
+        _SPREAD_PLACEMENT_MAX,
 } SpreadPlacement;
 
 /* When idle-state constraints are set. */
@@ -45,6 +47,7 @@ typedef enum IdleConstraint {
         IDLE_CONSTRAINT_NEVER,
         IDLE_CONSTRAINT_ON_DELAY, /* only when a group's run-queue delay passes its budget */
         IDLE_CONSTRAINT_LATENCY_CRITICAL, /* on CPUs running latency-critical groups */
+        _IDLE_CONSTRAINT_MAX,
 } IdleConstraint;
 
 typedef struct Profile {
@@ -101,12 +104,14 @@ typedef enum WakeSourceKind {
         WAKE_SOURCE_PERF,
         WAKE_SOURCE_REPLAY,
         WAKE_SOURCE_NONE,
+        _WAKE_SOURCE_KIND_MAX,
 } WakeSourceKind;
 
 /* Whose profile placed follows ([daemon] follow). */
 typedef enum FollowKind {
         FOLLOW_NONE,
         FOLLOW_POWER_PROFILES, /* the power-profiles D-Bus API (power-profiles-daemon, tuned-ppd) */
+        _FOLLOW_KIND_MAX,
 } FollowKind;
 
 /* The profiles of the power-profiles API, in the order of Config.follow_map. */

@@ -44,5 +44,7 @@ typedef struct Group {
         CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */
 } Group;
 
+/* "solo", "pair", "fanout", "mesh"; NULL out of range. */
 const char *group_class_to_string(GroupClass c);
-int group_class_from_string(const char *s); /* Return: GroupClass or -EINVAL */
+/* Return: the GroupClass named s, or -EINVAL. */
+int group_class_from_string(const char *s);

@@ -61,6 +61,11 @@ static inline void closep(int *fd) {
                         func(*p);               \
         }
 
+/* For printing a name that may be NULL (a value out of an enum's range): "n/a". */
+static inline const char *strna(const char *s) {
+        return s ? s : "n/a";
+}
+
 static inline void *mfree(void *p) {
         free(p);
         return NULL;

@@ -50,22 +50,14 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "string-table.h"
 
-static const char *const format_names[] = {
+static const char *const metrics_format_table[_METRICS_FORMAT_MAX] = {
         [METRICS_FORMAT_OPENMETRICS] = "openmetrics",
         [METRICS_FORMAT_PROMETHEUS] = "prometheus",
 };
 
-const char *metrics_format_to_string(MetricsFormat f) {
-        return (unsigned)f < ELEMENTSOF(format_names) ? format_names[f] : NULL;
-}
-
-int metrics_format_from_string(const char *s) {
-        for (size_t i = 0; s && i < ELEMENTSOF(format_names); i++)
-                if (strcmp(s, format_names[i]) == 0)
-                        return (int)i;
-        return -EINVAL;
-}
+DEFINE_STRING_TABLE_LOOKUP(metrics_format, MetricsFormat);
 
 typedef enum FamilyType {
         FAMILY_GAUGE,

@@ -169,10 +169,7 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
                 return 0;
         if (get_field(tr, "verdict", json_type_string, &v) < 0)
                 return -EINVAL;
-        int k = -1;
-        for (int i = 0; i < _TRIAL_VERDICT_MAX; i++)
-                if (strcmp(json_object_get_string(v), trial_verdict_to_string(i)) == 0)
-                        k = i;
+        int k = trial_verdict_from_string(json_object_get_string(v));
         if (k < 0)
                 return -EINVAL;
         t->verdict = (TrialVerdict)k;

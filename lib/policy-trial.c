@@ -34,6 +34,7 @@
 
 #include "macro.h"
 #include "policy-internal.h"
+#include "string-table.h"
 
 /* Return: the back-off after the reverts-th revert in a row. */
 static uint64_t trial_backoff_ns(const Profile *p, unsigned reverts) {
@@ -186,12 +187,11 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
         pg->trial = t;
 }
 
-const char *trial_verdict_to_string(TrialVerdict v) {
-        static const char *const names[_TRIAL_VERDICT_MAX] = {
-                [TRIAL_NONE] = "none",
-                [TRIAL_RUNNING] = "running",
-                [TRIAL_KEPT] = "kept",
-                [TRIAL_REVERTED] = "reverted",
-        };
-        return (unsigned)v < _TRIAL_VERDICT_MAX ? names[v] : NULL;
-}
+static const char *const trial_verdict_table[_TRIAL_VERDICT_MAX] = {
+        [TRIAL_NONE] = "none",
+        [TRIAL_RUNNING] = "running",
+        [TRIAL_KEPT] = "kept",
+        [TRIAL_REVERTED] = "reverted",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(trial_verdict, TrialVerdict);

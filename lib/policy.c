@@ -44,6 +44,7 @@
 
 #include "macro.h"
 #include "policy-internal.h"
+#include "string-table.h"
 
 /* The share of a pair's spread run time a CPU must have free to try it there. */
 #define PAIR_FIT_SHARE 0.5
@@ -827,11 +828,10 @@ bool plan_equal(const Plan *a, const Plan *b) {
                       a->n_cpus * sizeof(int)) == 0;
 }
 
-const char *plan_slice_to_string(PlanSlice s) {
-        static const char *const names[_PLAN_SLICE_MAX] = {
-                [PLAN_SLICE_SYSTEM] = "system.slice",
-                [PLAN_SLICE_USER] = "user.slice",
-                [PLAN_SLICE_MACHINE] = "machine.slice",
-        };
-        return (unsigned)s < _PLAN_SLICE_MAX ? names[s] : NULL;
-}
+static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
+        [PLAN_SLICE_SYSTEM] = "system.slice",
+        [PLAN_SLICE_USER] = "user.slice",
+        [PLAN_SLICE_MACHINE] = "machine.slice",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(plan_slice, PlanSlice);

@@ -140,7 +140,10 @@ typedef struct PlanTrial {
         uint64_t retry_ns;     /* after a revert: not tried again before this */
 } PlanTrial;
 
+/* "none", "running", "kept", "reverted"; NULL out of range. */
 const char *trial_verdict_to_string(TrialVerdict v);
+/* Return: the TrialVerdict named s, or -EINVAL. */
+int trial_verdict_from_string(const char *s);
 
 typedef struct PlanGroup {
         uint64_t id;
@@ -231,7 +234,7 @@ const PlanGroup *plan_find_group(const Plan *p, uint64_t id);
  */
 bool plan_equal(const Plan *a, const Plan *b);
 
-/* "system.slice", "user.slice", "machine.slice" */
+/* "system.slice", "user.slice", "machine.slice"; NULL out of range. */
 const char *plan_slice_to_string(PlanSlice s);
 
 /* plan_to_json() - see the format above. Return: 0 and *ret (malloc'd), or -ENOMEM. */

@@ -31,10 +31,11 @@
 
 #include "ini-line.h"
 #include "macro.h"
+#include "string-table.h"
 
 #define RULES_FILE_MAX (1024 * 1024)
 
-static const char *const action_names[_RULE_ACTION_MAX] = {
+static const char *const rule_action_table[_RULE_ACTION_MAX] = {
         [RULE_ACTION_NONE] = "none",
         [RULE_ACTION_IGNORE] = "ignore",
         [RULE_ACTION_LATENCY_CRITICAL] = "latency-critical",
@@ -51,16 +52,7 @@ static const int action_strength[_RULE_ACTION_MAX] = {
         [RULE_ACTION_IGNORE] = 4,
 };
 
-const char *rule_action_to_string(RuleAction a) {
-        return (unsigned)a < _RULE_ACTION_MAX ? action_names[a] : NULL;
-}
-
-int rule_action_from_string(const char *s) {
-        for (int i = 0; i < _RULE_ACTION_MAX; i++)
-                if (s && strcmp(action_names[i], s) == 0)
-                        return i;
-        return -EINVAL;
-}
+DEFINE_STRING_TABLE_LOOKUP(rule_action, RuleAction);
 
 /* ---- Matching ---- */
 

@@ -26,6 +26,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "string-table.h"
 
 #ifndef SCHED_DEADLINE
 #define SCHED_DEADLINE 6
@@ -517,14 +518,13 @@ TaskOwner task_facts_owner(const TaskFacts *t, pid_t self_pid) {
         return TASK_OWNER_PLACED;
 }
 
-const char *task_owner_to_string(TaskOwner o) {
-        static const char *const names[] = {
-                [TASK_OWNER_PLACED] = "placed", [TASK_OWNER_KTHREAD] = "kernel-thread",
-                [TASK_OWNER_INIT] = "init",     [TASK_OWNER_SELF] = "placed-itself",
-                [TASK_OWNER_RT] = "realtime",
-        };
-        return (unsigned)o < ELEMENTSOF(names) ? names[o] : "unknown";
-}
+static const char *const task_owner_table[] = {
+        [TASK_OWNER_PLACED] = "placed", [TASK_OWNER_KTHREAD] = "kernel-thread",
+        [TASK_OWNER_INIT] = "init",     [TASK_OWNER_SELF] = "placed-itself",
+        [TASK_OWNER_RT] = "realtime",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(task_owner, TaskOwner);
 
 #define PROC_PID_INIT_INO 0xEFFFFFFCU /* include/linux/proc_ns.h */
 

@@ -65,6 +65,7 @@ static void test_backend_pick(void **state) {
         assert_int_equal(actuator_slice_backend_pick(&e),
                          sd_booted() > 0 ? SLICE_BACKEND_SYSTEMD : SLICE_BACKEND_CGROUPFS);
         assert_string_equal(slice_backend_to_string(SLICE_BACKEND_CGROUPFS), "cgroupfs");
+        assert_null(slice_backend_to_string(_SLICE_BACKEND_MAX));
 }
 
 static void test_slice_cgroupfs(void **state) {

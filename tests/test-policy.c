@@ -358,6 +358,18 @@ typedef struct TrialCase {
         TrialVerdict expect;
 } TrialCase;
 
+/* The plan's names: both directions from one table, NULL and -EINVAL outside it. */
+static void test_plan_names(void **state) {
+        for (int v = 0; v < _TRIAL_VERDICT_MAX; v++)
+                assert_int_equal(trial_verdict_from_string(trial_verdict_to_string(v)), v);
+        assert_string_equal(trial_verdict_to_string(TRIAL_REVERTED), "reverted");
+        assert_null(trial_verdict_to_string(_TRIAL_VERDICT_MAX));
+        assert_int_equal(trial_verdict_from_string("judged"), -EINVAL);
+        assert_int_equal(trial_verdict_from_string(NULL), -EINVAL);
+        assert_string_equal(plan_slice_to_string(PLAN_SLICE_MACHINE), "machine.slice");
+        assert_null(plan_slice_to_string(_PLAN_SLICE_MAX));
+}
+
 static void test_trial_verdicts(void **state) {
         static const TrialCase cases[] = {
                 /* the lockstep pipe pair: 9x packed */
@@ -1365,6 +1377,7 @@ int main(void) {
                 cmocka_unit_test(test_trial_squeezed),
                 cmocka_unit_test(test_trial_noise),
                 cmocka_unit_test(test_pair_stream_left_alone),
+                cmocka_unit_test(test_plan_names),
                 cmocka_unit_test(test_trial_verdicts),
                 cmocka_unit_test(test_trial_revert_and_backoff),
                 cmocka_unit_test(test_power_first_consolidates_pairs),
