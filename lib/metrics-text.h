@@ -19,7 +19,7 @@
 
 #include "group.h"
 #include "idle.h"
-#include "policy.h"
+#include "plan.h"
 
 typedef enum MetricsFormat {
         METRICS_FORMAT_OPENMETRICS, /* OpenMetrics 1.0 text, application/openmetrics-text */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the policy's own files share (policy.c, policy-trial.c,
- * policy-rules.c, policy-json.c); not part of the library's interface.
+ * What the policy's decision shares with its rules' side (policy.c and
+ * policy-rules.c, one module); not part of the library's interface.
  */
 #pragma once
 
@@ -28,29 +28,6 @@ typedef struct Ctx {
         int *joint;       /* per group index: first index of its pack-with set, -1 none */
         PlanGroup **joint_placed; /* per group index: the set's decision this tick, NULL yet */
 } Ctx;
-
-/* Orders plan groups by id (plans keep them sorted: plan_find_group()). */
-int policy_plan_group_cmp(const void *x, const void *y);
-
-/* An empty plan for n_groups groups and n_cpus CPUs (no idle caps). Return: 0 or -ENOMEM. */
-int policy_plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret);
-
-/* Sets pg->reason, printf-style, cut to PLAN_REASON_MAX. */
-_printf_(2, 3) void policy_set_reason(PlanGroup *pg, const char *fmt, ...);
-
-/* Hands the group to the kernel: unmanaged, no CPUs, no home. */
-void policy_leave(PlanGroup *pg);
-
-/*
- * trial_step() - the trial (see PlanTrial in policy.h), after the tick's
- * decision for g under profile p: learn the figures to beat while the
- * kernel places the group, start a trial when the decision places it anew
- * (unless a revert's back-off runs), and judge the trial once measured. A
- * revert is feedback: it overrides the dwell, and hands the group back
- * (pg left, its reason saying why).
- */
-void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const PlanGroup *prev,
-                PlanGroup *pg);
 
 /* ---- Rules (policy-rules.c) ---- */
 

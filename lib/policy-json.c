@@ -15,7 +15,8 @@
 #include <json.h>
 
 #include "macro.h"
-#include "policy-internal.h"
+#include "plan.h"
+#include "policy.h"
 
 static void json_objectp(json_object **o) {
         json_object_put(*o);
@@ -236,7 +237,7 @@ static int plan_from_object(json_object *o, Plan **ret) {
                 return -EINVAL;
         size_t n = json_object_array_length(groups);
         Plan *p = NULL;
-        int r = policy_plan_new((unsigned)n, (unsigned)n_cpus, &p);
+        int r = plan_new((unsigned)n, (unsigned)n_cpus, &p);
         if (r < 0)
                 return r;
         (void)get_u64(o, "now_ns", &p->now_ns);
@@ -263,7 +264,7 @@ static int plan_from_object(json_object *o, Plan **ret) {
                 plan_free(p);
                 return r;
         }
-        qsort(p->groups, p->n_groups, sizeof(PlanGroup), policy_plan_group_cmp);
+        qsort(p->groups, p->n_groups, sizeof(PlanGroup), plan_group_cmp);
         *ret = p;
         return 0;
 }

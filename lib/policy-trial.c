@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The trial of a placement (PlanTrial in policy.h): a group placed anew is
+ * The trial of a placement (PlanTrial in plan.h): a group placed anew is
  * measured before it is kept. Its progress and run-queue delay left to the
  * kernel are the figures to beat; placed, it is kept when it does no worse
  * for the profile, else handed back and not tried again before a back-off
@@ -25,15 +25,16 @@
  * it runs about 1.1-1.6x faster. So a difference within two standard errors
  * (from the ticks' deviations) is no verdict yet: the trial measures on, up
  * to [trial] max_ticks, and what is still within noise then counts as no
- * change (see PlanTrial in policy.h).
+ * change (see PlanTrial in plan.h).
  */
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy-trial.h"
+
 #include "macro.h"
-#include "policy-internal.h"
 #include "string-table.h"
 
 /* Return: the back-off after the reverts-th revert in a row. */
@@ -73,9 +74,8 @@ static double trial_noise(const PlanTrial *t) {
         return sqrt(sd_before * sd_before / nb + t->after_rate_sd * t->after_rate_sd / na);
 }
 
-/* See policy-internal.h. */
-void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const PlanGroup *prev,
-                PlanGroup *pg) {
+void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
+                       bool advise, PlanGroup *pg) {
         PlanTrial t = prev ? prev->trial : (PlanTrial){ 0 };
         bool was = prev && prev->managed && !prev->waiting;
         double delay = (double)g->runq_delay_us;
@@ -94,15 +94,15 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                 t.before_util = recent_mean(t.before_util, t.before_ticks, g->util);
                 t.before_wait = recent_mean(t.before_wait, t.before_ticks, g->runq_wait);
                 t.before_ticks++;
-                if (pg->managed && t.verdict == TRIAL_REVERTED && in->now_ns < t.retry_ns) {
-                        policy_set_reason(
+                if (pg->managed && t.verdict == TRIAL_REVERTED && now_ns < t.retry_ns) {
+                        plan_group_set_reason(
                                 pg,
                                 "%s: placed, it %s (%.0f -> %.0f handoffs/s, ran %.2f -> "
                                 "%.2f CPUs); not tried again for %" PRIu64 " s after that",
                                 cls, t.within_noise ? "gained nothing measurable" : "did worse",
                                 t.before_rate, t.after_rate, t.before_util, t.after_util,
                                 (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
-                        policy_leave(pg);
+                        plan_group_leave(pg);
                 } else if (pg->managed) {
                         t.verdict = TRIAL_RUNNING;
                         t.after_rate = t.after_delay_us = t.after_util = t.after_wait = 0;
@@ -115,7 +115,7 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
         }
         if (t.verdict == TRIAL_RUNNING && !pg->managed) {
                 t.verdict = TRIAL_NONE; /* cut short: widened out, or its CPUs went */
-        } else if (t.verdict == TRIAL_RUNNING && in->advise) {
+        } else if (t.verdict == TRIAL_RUNNING && advise) {
                 ; /* nothing applied: nothing to measure */
         } else if (t.verdict == TRIAL_RUNNING) {
                 double rate =
@@ -147,10 +147,10 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                         t.verdict = TRIAL_REVERTED;
                         t.reverts++;
                         uint64_t backoff = trial_backoff_ns(p, t.reverts);
-                        t.retry_ns = in->now_ns + backoff;
+                        t.retry_ns = now_ns + backoff;
                         t.before_ticks = 0; /* a fresh baseline after the revert */
                         if (squeezed && !slower && !waits)
-                                policy_set_reason(
+                                plan_group_set_reason(
                                         pg,
                                         "%s: placed, it did worse (ran %.2f -> %.2f CPUs, "
                                         "waited %.2f -> %.2f: squeezed, more than "
@@ -160,7 +160,7 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                                         t.after_wait, p->trial_max_run_loss_pct,
                                         (uint64_t)(backoff / 1000000000ULL));
                         else if (t.within_noise)
-                                policy_set_reason(
+                                plan_group_set_reason(
                                         pg,
                                         "%s: placed, no gain measured (%.0f -> %.0f handoffs/s, "
                                         "within noise of +-%.0f after %u ticks; keep_pct=%u%% "
@@ -170,7 +170,7 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                                         t.after_ticks, p->trial_keep_pct,
                                         (uint64_t)(backoff / 1000000000ULL));
                         else
-                                policy_set_reason(
+                                plan_group_set_reason(
                                         pg,
                                         "%s: placed, it did worse (%.0f -> %.0f handoffs/s, "
                                         "run-queue delay %.0f -> %.0f us; noise +-%.0f); handed "
@@ -178,7 +178,7 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
                                         cls, t.before_rate, t.after_rate, t.before_delay_us,
                                         t.after_delay_us, trial_noise(&t),
                                         (uint64_t)(backoff / 1000000000ULL));
-                        policy_leave(pg);
+                        plan_group_leave(pg);
                 } else {
                         t.verdict = TRIAL_KEPT;
                         t.reverts = 0;
@@ -186,12 +186,3 @@ void trial_step(const Profile *p, const PolicyInput *in, const Group *g, const P
         }
         pg->trial = t;
 }
-
-static const char *const trial_verdict_table[_TRIAL_VERDICT_MAX] = {
-        [TRIAL_NONE] = "none",
-        [TRIAL_RUNNING] = "running",
-        [TRIAL_KEPT] = "kept",
-        [TRIAL_REVERTED] = "reverted",
-};
-
-DEFINE_STRING_TABLE_LOOKUP(trial_verdict, TrialVerdict);

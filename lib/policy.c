@@ -37,14 +37,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
+#include "plan.h"
 #include "policy-internal.h"
-#include "string-table.h"
+#include "policy-trial.h"
 
 /* The share of a pair's spread run time a CPU must have free to try it there. */
 #define PAIR_FIT_SHARE 0.5
@@ -100,19 +100,6 @@ static void compute_background(Ctx *c) {
                         if ((unsigned)cpu < c->t->n_cpus)
                                 c->bg[cpu] = MAX(0.0, c->bg[cpu] - share);
         }
-}
-
-void policy_set_reason(PlanGroup *pg, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(pg->reason, sizeof(pg->reason), fmt, ap);
-        va_end(ap);
-}
-
-void policy_leave(PlanGroup *pg) {
-        pg->managed = false;
-        cpuset_zero(&pg->cpus);
-        pg->home = -1;
 }
 
 /* ---- pairs ---- */
@@ -185,8 +172,8 @@ static int pick_cpu_consolidated(const Ctx *c, const CpuSet *allowed, double nee
 static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
                         PlanGroup *pg) {
         if (c->p->pair_placement == PAIR_PLACEMENT_NONE) {
-                policy_set_reason(pg, "pair: the profile leaves pairs to the kernel");
-                return policy_leave(pg);
+                plan_group_set_reason(pg, "pair: the profile leaves pairs to the kernel");
+                return plan_group_leave(pg);
         }
         /* Packed already (by placed or by its own mask), its run time cannot
          * show overlap. Where its tasks last ran (ran_on) is no sign of it:
@@ -195,12 +182,12 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
         bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1;
         double overlap = g->util - 1.0;
         if (!packed && overlap * 100 > c->p->pair_max_overlap_pct) {
-                policy_set_reason(
+                plan_group_set_reason(
                         pg,
                         "pair: its tasks ran at once for %.0f%% of a CPU, more than "
                         "max_overlap_pct=%u (a stream, not hand-offs); left to the kernel",
                         overlap * 100, c->p->pair_max_overlap_pct);
-                return policy_leave(pg);
+                return plan_group_leave(pg);
         }
         int prev_cpu = prev && prev->managed ? cpuset_first(&prev->cpus) : -1;
         /* On one CPU it uses at most that CPU, and how much less than its
@@ -222,26 +209,26 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
                         cpu = prev_cpu;
         }
         if (cpu < 0) {
-                policy_set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU",
-                                  fit * 100);
-                return policy_leave(pg);
+                plan_group_set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU",
+                                      fit * 100);
+                return plan_group_leave(pg);
         }
         CpuSet levels[4];
         unsigned n = pair_levels(c, cpu, allowed, levels);
         if (pg->widen >= n - 1) {
-                policy_set_reason(pg,
-                                  "pair: widened %u times for run-queue delay; left to the kernel",
-                                  pg->widen);
-                return policy_leave(pg);
+                plan_group_set_reason(
+                        pg, "pair: widened %u times for run-queue delay; left to the kernel",
+                        pg->widen);
+                return plan_group_leave(pg);
         }
         pg->managed = true;
         pg->cpus = levels[pg->widen];
         pg->home = unit_of(c, cpu);
-        policy_set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, %s%s", g->util * 100,
-                          cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
-                          consolidated ? "with the consolidated work"
-                                       : "the least busy where it ran",
-                          pg->widen ? ", widened for run-queue delay" : "");
+        plan_group_set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, %s%s", g->util * 100,
+                              cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
+                              consolidated ? "with the consolidated work"
+                                           : "the least busy where it ran",
+                              pg->widen ? ", widened for run-queue delay" : "");
 }
 
 /* ---- meshes and fan-outs ---- */
@@ -386,8 +373,8 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
                           SpreadPlacement mode, PlanGroup *pg) {
         const char *cls = group_class_to_string(g->class);
         if (mode == SPREAD_PLACEMENT_NONE) {
-                policy_set_reason(pg, "%s: the profile leaves it to the kernel", cls);
-                return policy_leave(pg);
+                plan_group_set_reason(pg, "%s: the profile leaves it to the kernel", cls);
+                return plan_group_leave(pg);
         }
         bool pack = mode == SPREAD_PLACEMENT_PACK;
         /* Demand is what ran plus what waited to run (Little's law): forty
@@ -405,8 +392,8 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
 
         UnitRank *r = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
         if (!r) {
-                policy_set_reason(pg, "%s: out of memory", cls);
-                return policy_leave(pg);
+                plan_group_set_reason(pg, "%s: out of memory", cls);
+                return plan_group_leave(pg);
         }
         unsigned n = rank_units(c, allowed, prev, mode, r);
         CpuSet mask;
@@ -424,22 +411,22 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
         int home = ok && n > 0 ? (int)r[0].unit : -1;
         free(r);
         if (!ok || cpuset_equal(&mask, allowed)) {
-                policy_set_reason(
+                plan_group_set_reason(
                         pg,
                         "%s: %.1f CPUs' worth (%.1f ran, %.1f waited) needs every allowed CPU; "
                         "left to the kernel",
                         cls, demand, g->util, g->runq_wait);
-                return policy_leave(pg);
+                return plan_group_leave(pg);
         }
         pg->managed = true;
         pg->cpus = mask;
         pg->home = unit_of(c, cpuset_first(&mask));
         if (home >= 0)
                 c->homes[home]++;
-        policy_set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s", cls, g->n_tasks,
-                          g->util, pack ? "packed" : "homed", cpuset_count(&mask),
-                          c->core_level ? "CPUs of the cores" : "CPUs of the LLCs",
-                          " with most room", pg->widen ? ", widened for run-queue delay" : "");
+        plan_group_set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s", cls, g->n_tasks,
+                              g->util, pack ? "packed" : "homed", cpuset_count(&mask),
+                              c->core_level ? "CPUs of the cores" : "CPUs of the LLCs",
+                              " with most room", pg->widen ? ", widened for run-queue delay" : "");
 }
 
 /* ---- per group ---- */
@@ -470,24 +457,24 @@ static bool decide_joint(Ctx *c, unsigned i, const CpuSet *allowed, const PlanGr
                 pg->cpus = pg->managed ? first->cpus : pg->cpus;
                 pg->home = pg->managed ? first->home : -1;
                 if (pg->managed)
-                        policy_set_reason(pg, "packed with group %" PRIu64 " on its CPUs",
-                                          first->id);
+                        plan_group_set_reason(pg, "packed with group %" PRIu64 " on its CPUs",
+                                              first->id);
                 else
-                        policy_set_reason(pg,
-                                          "group %" PRIu64 " of its set is left to the "
-                                          "kernel, or its CPUs are not allowed here; left "
-                                          "to the kernel",
-                                          first->id);
+                        plan_group_set_reason(pg,
+                                              "group %" PRIu64 " of its set is left to the "
+                                              "kernel, or its CPUs are not allowed here; left "
+                                              "to the kernel",
+                                              first->id);
                 if (!pg->managed)
-                        policy_leave(pg);
+                        plan_group_leave(pg);
                 return true;
         }
         Group joint;
         policy_joint_group(c, i, &joint);
         if (joint.unmeasured) {
-                policy_set_reason(pg,
-                                  "pack-with: utilisation not measured yet; left to the kernel");
-                policy_leave(pg);
+                plan_group_set_reason(
+                        pg, "pack-with: utilisation not measured yet; left to the kernel");
+                plan_group_leave(pg);
                 pg->waiting = true;
         } else {
                 decide_spread(c, &joint, allowed, prev, SPREAD_PLACEMENT_PACK, pg);
@@ -515,11 +502,11 @@ static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg)
                 snprintf(pg->rule, sizeof(pg->rule), "%s", gr->rule);
         }
         if (action == RULE_ACTION_IGNORE || action == RULE_ACTION_NEVER_PACK) {
-                policy_set_reason(pg, "%s",
-                                  action == RULE_ACTION_IGNORE
-                                          ? "left alone"
-                                          : "never packed; left to the kernel");
-                policy_leave(pg);
+                plan_group_set_reason(pg, "%s",
+                                      action == RULE_ACTION_IGNORE
+                                              ? "left alone"
+                                              : "never packed; left to the kernel");
+                plan_group_leave(pg);
                 if (prev) /* unchanged: the dwell keeps running */
                         pg->since_ns = prev->since_ns;
                 policy_rule_reason(pg, gr);
@@ -559,19 +546,19 @@ static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg)
         } else if ((joint = decide_joint(c, i, &allowed, prev, pg))) {
                 ; /* decided with its set */
         } else if (g->class == GROUP_SOLO) {
-                policy_set_reason(pg, "solo: no strong wake relation; left to the kernel");
-                policy_leave(pg);
+                plan_group_set_reason(pg, "solo: no strong wake relation; left to the kernel");
+                plan_group_leave(pg);
         } else if (g->unmeasured) {
                 /* Zero run time is not "light": a hackbench mesh looks idle
                  * until its first full tick is measured. */
-                policy_set_reason(pg, "%s: utilisation not measured yet; left to the kernel",
-                                  group_class_to_string(g->class));
-                policy_leave(pg);
+                plan_group_set_reason(pg, "%s: utilisation not measured yet; left to the kernel",
+                                      group_class_to_string(g->class));
+                plan_group_leave(pg);
                 pg->waiting = true;
         } else if (cpuset_is_empty(&allowed)) {
-                policy_set_reason(pg, "%s: no online CPU in its cpuset",
-                                  group_class_to_string(g->class));
-                policy_leave(pg);
+                plan_group_set_reason(pg, "%s: no online CPU in its cpuset",
+                                      group_class_to_string(g->class));
+                plan_group_leave(pg);
         } else if (g->class == GROUP_PAIR) {
                 decide_pair(c, g, &allowed, prev, pg);
         } else {
@@ -580,7 +567,7 @@ static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg)
         }
         /* The owner asked for a pack-with: it is not put on trial. */
         if (g->class != GROUP_SOLO && c->joint[i] < 0)
-                trial_step(c->p, c->in, g, prev, pg);
+                policy_trial_step(c->p, g, prev, c->in->now_ns, c->in->advise, pg);
 
         if (prev && !prev->waiting && !pg->waiting && prev->managed == pg->managed &&
             (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {
@@ -606,11 +593,6 @@ static int order_cmp(const void *x, const void *y, void *userdata) {
         const Group *b = &groups[*(const unsigned *)y];
         if (class_rank(a->class) != class_rank(b->class))
                 return class_rank(a->class) - class_rank(b->class);
-        return a->id < b->id ? -1 : a->id > b->id;
-}
-
-int policy_plan_group_cmp(const void *x, const void *y) {
-        const PlanGroup *a = x, *b = y;
         return a->id < b->id ? -1 : a->id > b->id;
 }
 
@@ -731,23 +713,6 @@ static void decide_idle(Ctx *c, Plan *plan) {
 
 /* ---- entry points ---- */
 
-int policy_plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret) {
-        Plan *p = calloc(1, sizeof(Plan));
-        if (!p)
-                return -ENOMEM;
-        p->groups = calloc(MAX(n_groups, 1u), sizeof(PlanGroup));
-        p->idle_max_exit_latency_us = calloc(MAX(n_cpus, 1u), sizeof(int));
-        if (!p->groups || !p->idle_max_exit_latency_us) {
-                plan_free(p);
-                return -ENOMEM;
-        }
-        p->n_cpus = n_cpus;
-        for (unsigned i = 0; i < n_cpus; i++)
-                p->idle_max_exit_latency_us[i] = PLAN_NO_IDLE_CAP;
-        *ret = p;
-        return 0;
-}
-
 static void ctx_done(Ctx *c) {
         policy_rules_done(c);
         free(c->bg);
@@ -769,7 +734,7 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         _cleanup_free_ unsigned *order = calloc(MAX(in->n_groups, 1u), sizeof(unsigned));
         Plan *plan = NULL;
         if (!c.bg || !c.claim || !c.homes || !order || policy_rules_init(&c) < 0 ||
-            policy_plan_new(in->n_groups, t->n_cpus, &plan) < 0) {
+            plan_new(in->n_groups, t->n_cpus, &plan) < 0) {
                 ctx_done(&c);
                 return -ENOMEM;
         }
@@ -786,52 +751,10 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
                 decide_group(&c, i, in->group_limits ? &in->group_limits[i] : NULL,
                              &plan->groups[plan->n_groups++]);
         }
-        qsort(plan->groups, plan->n_groups, sizeof(PlanGroup), policy_plan_group_cmp);
+        qsort(plan->groups, plan->n_groups, sizeof(PlanGroup), plan_group_cmp);
         decide_slices(&c, plan);
         decide_idle(&c, plan);
         ctx_done(&c);
         *ret = plan;
         return 0;
 }
-
-Plan *plan_free(Plan *p) {
-        if (!p)
-                return NULL;
-        free(p->groups);
-        free(p->idle_max_exit_latency_us);
-        free(p);
-        return NULL;
-}
-
-const PlanGroup *plan_find_group(const Plan *p, uint64_t id) {
-        if (!p || p->n_groups == 0)
-                return NULL;
-        PlanGroup key = { .id = id };
-        return bsearch(&key, p->groups, p->n_groups, sizeof(PlanGroup), policy_plan_group_cmp);
-}
-
-bool plan_equal(const Plan *a, const Plan *b) {
-        if (!a || !b)
-                return a == b;
-        if (a->n_groups != b->n_groups || a->n_cpus != b->n_cpus)
-                return false;
-        for (unsigned i = 0; i < a->n_groups; i++) {
-                const PlanGroup *x = &a->groups[i], *y = &b->groups[i];
-                if (x->id != y->id || x->managed != y->managed ||
-                    (x->managed && !cpuset_equal(&x->cpus, &y->cpus)))
-                        return false;
-        }
-        for (int s = 0; s < _PLAN_SLICE_MAX; s++)
-                if (!cpuset_equal(&a->slice_cpus[s], &b->slice_cpus[s]))
-                        return false;
-        return memcmp(a->idle_max_exit_latency_us, b->idle_max_exit_latency_us,
-                      a->n_cpus * sizeof(int)) == 0;
-}
-
-static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
-        [PLAN_SLICE_SYSTEM] = "system.slice",
-        [PLAN_SLICE_USER] = "user.slice",
-        [PLAN_SLICE_MACHINE] = "machine.slice",
-};
-
-DEFINE_STRING_TABLE_LOOKUP_TO_STRING(plan_slice, PlanSlice);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The placement policy: a pure function from what placed knows (topology,
- * groups, per-CPU load, profile, the previous plan, now) to a Plan (where
- * each group may run, which CPUs the system slices keep, which CPUs get an
- * idle exit-latency cap). No syscalls, no clock, no logging: it is tested
+ * groups, per-CPU load, profile, the previous plan, now) to a Plan (plan.h:
+ * where each group may run, which CPUs the system slices keep, which CPUs
+ * get an idle exit-latency cap). The trial of each placement is
+ * policy-trial.c's (policy-trial.h), the rules' side policy-rules.c's, the
+ * JSON of plans and snapshots policy-json.c's. No syscalls, no clock, no logging: it is tested
  * table-driven on fixture topologies of machines we do not have.
  *
  * Per tick the pipeline does (daemon/pipeline.c, pipeline_decide()):
@@ -70,11 +72,9 @@
 #include "config.h"
 #include "cpuset.h"
 #include "group.h"
+#include "plan.h"
 #include "rules.h"
 #include "topology.h"
-
-#define PLAN_REASON_MAX  240
-#define PLAN_NO_IDLE_CAP (-1)
 
 /* What one CPU did over the last tick. */
 typedef struct CpuLoad {
@@ -84,96 +84,6 @@ typedef struct CpuLoad {
          * use it, so its own idle caps cannot feed back into its decisions. */
         unsigned idle_exit_latency_us;
 } CpuLoad;
-
-/* The system slices placed may confine (power-first consolidation). */
-typedef enum PlanSlice {
-        PLAN_SLICE_SYSTEM,
-        PLAN_SLICE_USER,
-        PLAN_SLICE_MACHINE,
-        _PLAN_SLICE_MAX,
-} PlanSlice;
-
-/*
- * A placement on trial. A group placed anew is measured before it is kept:
- * its progress (handoffs per second between its members) and its run-queue
- * delay while the kernel alone placed it, then over [trial] ticks measured
- * ticks placed. It is kept when progress is at least [trial] keep_pct of
- * before, it did not start waiting for CPUs past the run-queue budget, and
- * its tasks did not lose more than [trial] max_run_loss_pct of a CPU of run
- * time while waiting more (two busy tasks squeezed onto one CPU);
- * otherwise it is reverted and not tried again before retry_ns, a back-off
- * that doubles with each revert in a row (up to 16 times [trial]
- * backoff_ms).
- *
- * Progress is noisy tick to tick (a VM's host, other work), so it is judged
- * against its noise: while progress placed is within two standard errors of
- * keep_pct of before (the figures' tick-to-tick deviations), the trial goes
- * on, up to [trial] max_ticks. Still within noise then, no change was
- * measured: kept where keep_pct <= 100 (it loses nothing measurable, and the
- * placement is what the profile asks for), reverted where keep_pct > 100
- * (the profile wants a gain it did not show); within_noise says so.
- */
-typedef enum TrialVerdict {
-        TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
-        TRIAL_RUNNING,  /* placed, being measured */
-        TRIAL_KEPT,     /* measured no worse for the profile */
-        TRIAL_REVERTED, /* measured worse: handed back to the kernel */
-        _TRIAL_VERDICT_MAX,
-} TrialVerdict;
-
-typedef struct PlanTrial {
-        TrialVerdict verdict;
-        double before_rate;     /* handoffs/s left to the kernel (mean of its last ticks) */
-        double before_delay_us; /* run-queue delay per scheduling then */
-        unsigned before_ticks;
-        double after_rate; /* handoffs/s placed, mean over the trial's ticks */
-        double after_delay_us;
-        unsigned after_ticks;
-        double before_util; /* CPUs' worth of run time left to the kernel (as before_rate) */
-        double before_wait; /* CPUs' worth of run-queue wait then */
-        double after_util;  /* the same placed, means over the trial's ticks */
-        double after_wait;
-        double before_rate_sd; /* tick-to-tick standard deviation of before_rate's ticks */
-        double after_rate_sd;  /* the same of after_rate's */
-        bool within_noise;     /* the verdict came at max_ticks, the difference within noise */
-        unsigned reverts;      /* in a row: each doubles the back-off */
-        uint64_t retry_ns;     /* after a revert: not tried again before this */
-} PlanTrial;
-
-/* "none", "running", "kept", "reverted"; NULL out of range. */
-const char *trial_verdict_to_string(TrialVerdict v);
-/* Return: the TrialVerdict named s, or -EINVAL. */
-int trial_verdict_from_string(const char *s);
-
-typedef struct PlanGroup {
-        uint64_t id;
-        GroupClass class;
-        bool managed;   /* false: leave the group's tasks to the kernel */
-        CpuSet cpus;    /* allowed CPUs when managed */
-        int home;       /* LLC (or core, on one-LLC machines) the group is anchored on; -1 none */
-        unsigned widen; /* feedback steps taken: each widens the mask one level */
-        uint64_t since_ns;      /* when this decision was made (dwell) */
-        bool waiting;           /* left alone until measured: no dwell, decided afresh next tick */
-        PlanTrial trial;        /* the measured outcome of placing it */
-        RuleAction rule_action; /* what the rule that decided said; NONE: no rule */
-        char rule[RULE_NAME_MAX]; /* the rule that decided ("" = none, the profile did) */
-        char reason[PLAN_REASON_MAX];
-} PlanGroup;
-
-typedef struct Plan {
-        uint64_t now_ns;
-        char profile[PROFILE_NAME_MAX];
-        PlanGroup *groups; /* owned; sorted by id */
-        unsigned n_groups;
-
-        CpuSet slice_cpus[_PLAN_SLICE_MAX]; /* empty: not confined (the original value stands) */
-        uint64_t slices_since_ns;
-        char slice_reason[PLAN_REASON_MAX];
-
-        unsigned n_cpus;               /* entries in idle_max_exit_latency_us */
-        int *idle_max_exit_latency_us; /* owned; per CPU; PLAN_NO_IDLE_CAP = none */
-        char idle_reason[PLAN_REASON_MAX];
-} Plan;
 
 typedef struct PolicyInput {
         const Topology *topo;
@@ -222,20 +132,6 @@ typedef struct PolicyInput {
  * topology or profile; -ENOMEM. *ret untouched on failure.
  */
 int policy_decide(const PolicyInput *in, Plan **ret);
-
-Plan *plan_free(Plan *p);
-
-/* Return: the decision for group id, or NULL. */
-const PlanGroup *plan_find_group(const Plan *p, uint64_t id);
-
-/*
- * plan_equal() - same decisions: per group managed and cpus, slices and
- * idle caps (timestamps and reasons are not compared).
- */
-bool plan_equal(const Plan *a, const Plan *b);
-
-/* "system.slice", "user.slice", "machine.slice"; NULL out of range. */
-const char *plan_slice_to_string(PlanSlice s);
 
 /* plan_to_json() - see the format above. Return: 0 and *ret (malloc'd), or -ENOMEM. */
 int plan_to_json(const Plan *p, char **ret);

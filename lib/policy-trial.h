@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trial of a placement (PlanTrial in plan.h), as the policy asks for it
+ * once per group and tick; policy-trial.c says how a trial is judged. It
+ * knows plans, profiles and groups, not the policy that calls it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "group.h"
+#include "plan.h"
+
+/*
+ * policy_trial_step() - the trial, after the tick's decision pg for g under
+ * profile p (prev: the group's entry in the previous plan, or NULL): learn
+ * the figures to beat while the kernel places the group, start a trial
+ * when the decision places it anew (unless a revert's back-off runs), and
+ * judge the trial once measured (at now_ns; in advise mode nothing was
+ * applied, so a running trial is not measured). A revert is feedback: it
+ * overrides the dwell, and hands the group back (pg left, its reason
+ * saying why).
+ */
+void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
+                       bool advise, PlanGroup *pg);
