@@ -37,6 +37,7 @@
 #include "actuator.h"
 #include "act-idle.h"
 #include "act-slice.h"
+#include "actuators.h"
 #include "cpustat.h"
 #include "energy.h"
 #include "idle.h"

@@ -29,6 +29,8 @@
 
 #define ACT_AFFINITY_KIND "affinity"
 
+typedef struct ActAffinity ActAffinity;
+
 /* What act_affinity_apply() did or would do. */
 typedef enum AffinityResult {
         AFFINITY_SET,       /* the mask was written (return 1) */

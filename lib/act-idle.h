@@ -33,6 +33,8 @@
 #define ACT_IDLE_KIND_QOS     "pm_qos"
 #define ACT_IDLE_KIND_CPUIDLE "cpuidle"
 
+typedef struct ActIdle ActIdle;
+
 typedef enum ActIdleMechanism {
         ACT_IDLE_AUTO = 0,               /* PM QoS where the CPU has it, else state disable */
         ACT_IDLE_PM_QOS = 1 << 0,        /* PM QoS only */

@@ -24,6 +24,8 @@
 
 #define ACT_SLICE_JOURNAL_KIND "slice"
 
+typedef struct ActSlice ActSlice;
+
 /*
  * act_slice_new() - a slice actuator over env, with the backend picked by
  * actuator_slice_backend_pick(). When that backend cannot work (systemd

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The actuator contract's shared parts (see actuator.h): the one sorting of
- * errors, the one choice of how slices are confined, and the bundle of
- * actuators that the pipeline applies with and restore replays with, so
- * both always agree on which kinds exist and how each is written.
+ * errors, the one choice of how slices are confined, and where an
+ * environment's cpuset hierarchy is.
  */
 #include "actuator.h"
 
@@ -12,10 +11,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "act-affinity.h"
 #include "act-cpuset.h"
-#include "act-idle.h"
-#include "act-slice.h"
 #include "macro.h"
 #include "string-table.h"
 
@@ -48,40 +44,3 @@ static const char *const slice_backend_table[_SLICE_BACKEND_MAX] = {
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(slice_backend, SliceBackend);
-
-int actuators_open(const ActuatorEnv *env, Actuators *ret, int *ret_idle_error) {
-        Actuators a = { 0 };
-        int r = act_affinity_new(env, &a.affinity);
-        if (r < 0)
-                return r;
-        int idle = act_idle_new(env, &a.idle);
-        r = act_slice_new(env, &a.slice);
-        if (r < 0) {
-                actuators_close(&a);
-                return r;
-        }
-        if (ret_idle_error)
-                *ret_idle_error = idle < 0 ? idle : 0;
-        *ret = a;
-        return 0;
-}
-
-void actuators_close(Actuators *a) {
-        a->affinity = act_affinity_free(a->affinity);
-        a->idle = act_idle_free(a->idle);
-        a->slice = act_slice_free(a->slice);
-}
-
-int actuators_kind_ops(Actuators *a, JournalKindOps *ret, unsigned max) {
-        int n = act_affinity_kind_ops(a->affinity, ret, max), k;
-        if (n < 0)
-                return n;
-        if (a->idle) {
-                k = act_idle_kind_ops(a->idle, ret + n, max - (unsigned)n);
-                if (k < 0)
-                        return k;
-                n += k;
-        }
-        k = act_slice_kind_ops(a->slice, ret + n, max - (unsigned)n);
-        return k < 0 ? k : n + k;
-}

@@ -22,7 +22,8 @@
  * constraints per CPU), act-slice.h (the CPUs of a slice, through systemd or
  * cgroupfs cpuset files: the backend is chosen here, in
  * actuator_slice_backend_pick(), for the tick and for restore alike).
- * Actuators bundles them for the pipeline and for restore (restore.h).
+ * actuators.h bundles them for the pipeline and for restore (restore.h);
+ * this header knows none of them.
  */
 #pragma once
 
@@ -31,10 +32,6 @@
 
 #include "cpuset.h"
 #include "journal.h"
-
-typedef struct ActAffinity ActAffinity;
-typedef struct ActIdle ActIdle;
-typedef struct ActSlice ActSlice;
 
 /* What every actuator is made with; strings are borrowed for its life. */
 typedef struct ActuatorEnv {
@@ -55,8 +52,6 @@ typedef enum SliceBackend {
         SLICE_BACKEND_CGROUPFS, /* cpuset.cpus files under env->cgroup_root */
         _SLICE_BACKEND_MAX,
 } SliceBackend;
-
-#define ACTUATOR_KINDS_MAX 8 /* journal kinds of all actuators together */
 
 /* Return: true for errors worth retrying next tick (-ESRCH, -EAGAIN, -EBUSY,
  * -EINTR, -ENOMEM, -ETIMEDOUT); any other is permanent for that object. */
@@ -79,27 +74,3 @@ int actuator_find_cpuset_root(const char *procfs_root, char **ret);
 SliceBackend actuator_slice_backend_pick(const ActuatorEnv *env);
 /* "none", "systemd", "cgroupfs"; NULL out of range. */
 const char *slice_backend_to_string(SliceBackend b);
-
-/* Every actuator of a running placed (or of a restore). */
-typedef struct Actuators {
-        ActAffinity *affinity;
-        ActIdle *idle;   /* NULL: no idle-state files under sysfs_root */
-        ActSlice *slice; /* its backend may be SLICE_BACKEND_NONE */
-} Actuators;
-
-/*
- * actuators_open() - make every actuator over env.
- * Return: 0 (an actuator that cannot work there is NULL or has no
- * backend: see *ret_idle_error); negative errno when the affinity
- * actuator cannot be made (bad env, out of memory).
- */
-int actuators_open(const ActuatorEnv *env, Actuators *ret, int *ret_idle_error);
-void actuators_close(Actuators *a);
-
-/*
- * actuators_kind_ops() - the journal operations of every kind any
- * actuator journals (also kinds of a backend not in use now, so a journal
- * left by another run restores), into ret (max entries).
- * Return: how many, or -ENOBUFS.
- */
-int actuators_kind_ops(Actuators *a, JournalKindOps *ret, unsigned max);

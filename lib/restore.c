@@ -29,6 +29,7 @@
 #include "act-idle.h"
 #include "act-slice.h"
 #include "actuator.h"
+#include "actuators.h"
 #include "cpuset.h"
 #include "idle.h"
 #include "macro.h"
@@ -201,7 +202,7 @@ static void restore_set_validators(JournalKindOps *ops, unsigned n, RestoreLimit
 
 int restore_journal(Journal *j, const char *procfs_root, const char *sysfs_root,
                     JournalRestoreStats *ret_stats) {
-        JournalKindOps ops[ACTUATOR_KINDS_MAX];
+        JournalKindOps ops[ACTUATORS_KINDS_MAX];
         _cleanup_free_ char *cgroup = NULL;
         RestoreLimits limits;
         Actuators act;

@@ -20,6 +20,7 @@
 
 #include "act-slice.h"
 #include "actuator.h"
+#include "actuators.h"
 #include "journal.h"
 #include "macro.h"
 
@@ -125,7 +126,7 @@ static void test_slice_cgroupfs(void **state) {
 /* Restore gets every kind the actuators journal, whichever backend is in use. */
 static void test_kind_ops(void **state) {
         char dir[] = "/tmp/placed-actuator.XXXXXX", sys[512], jdir[128];
-        JournalKindOps ops[ACTUATOR_KINDS_MAX];
+        JournalKindOps ops[ACTUATORS_KINDS_MAX];
         Actuators a;
         Journal *j;
         int idle_error = 1;
