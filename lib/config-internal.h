@@ -27,7 +27,8 @@ typedef struct ConfigLoader {
 } ConfigLoader;
 
 /* Passes a formatted message to the loader's diag callback, if any. */
-_printf_(3, 4) void loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt, ...);
+_printf_(3, 4) void config_loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt,
+                                       ...);
 
 typedef struct ConfigItem ConfigItem;
 typedef struct ParseFile ParseFile;
@@ -40,10 +41,10 @@ struct ConfigItem {
         const char *key;
         ConfigParseFn parse;
         size_t offset;
-        unsigned min, max;        /* parse_unsigned */
-        const char *const *names; /* parse_enum: the enum's string table, index = value */
+        unsigned min, max;        /* config_parse_unsigned */
+        const char *const *names; /* config_parse_enum: the enum's string table, index = value */
         size_t n_names;
-        unsigned refused; /* parse_enum: bit 1 << value set: a name files may not select */
+        unsigned refused; /* config_parse_enum: bit 1 << value set: a name files may not select */
         size_t size;      /* string parsers: buffer size */
 };
 
@@ -60,20 +61,23 @@ struct ParseFile {
 };
 
 /* Keeps the file's first rejected line and why. Return: -EINVAL. */
-_printf_(2, 3) int pf_error(ParseFile *pf, const char *fmt, ...);
+_printf_(2, 3) int config_parse_error(ParseFile *pf, const char *fmt, ...);
 
 /* Frees the n strings of v and sets *n to 0. */
-void strv_clear(char **v, unsigned *n);
+void config_strv_clear(char **v, unsigned *n);
 
 /* Return: true for a profile name placed accepts (a-z, 0-9, "_" and "-"; not too long). */
-bool profile_name_is_valid(const char *name);
+bool config_profile_name_is_valid(const char *name);
 
-int parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_string(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
-int parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_string(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+int config_parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value,
+                               void *field);
+int config_parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
+                              void *field);
+int config_parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value,
+                              void *field);

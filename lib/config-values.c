@@ -2,7 +2,7 @@
 /*
  * The value parsers of the configuration's key tables (config.c): each turns
  * one "key = value" into its field, or says on the file's line what was
- * wrong with it (pf_error()).
+ * wrong with it (config_parse_error()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,7 +15,7 @@
 #include "config-internal.h"
 #include "macro.h"
 
-int parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         static const char *const yes[] = { "yes", "true", "on", "1" };
         static const char *const no[] = { "no", "false", "off", "0" };
 
@@ -29,41 +29,42 @@ int parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *f
                         return 0;
                 }
         }
-        return pf_error(pf,
-                        "invalid [%s] %s \"%s\": expected a boolean (yes/no, true/false, "
-                        "on/off, 1/0)",
-                        item->section, item->key, value);
+        return config_parse_error(pf,
+                                  "invalid [%s] %s \"%s\": expected a boolean (yes/no, true/false, "
+                                  "on/off, 1/0)",
+                                  item->section, item->key, value);
 }
 
 #define BAD_VALUE "invalid [%s] %s \"%s\": %s"
 
-int parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         if (value[0] == '-')
-                return pf_error(pf, BAD_VALUE, item->section, item->key, value,
-                                "negative numbers are not allowed");
+                return config_parse_error(pf, BAD_VALUE, item->section, item->key, value,
+                                          "negative numbers are not allowed");
         if (value[0] < '0' || value[0] > '9')
-                return pf_error(pf, BAD_VALUE, item->section, item->key, value,
-                                "expected a non-negative integer");
+                return config_parse_error(pf, BAD_VALUE, item->section, item->key, value,
+                                          "expected a non-negative integer");
 
         char *end;
         errno = 0;
         unsigned long long v = strtoull(value, &end, 10);
         if (errno == ERANGE || v > UINT_MAX)
-                return pf_error(pf, BAD_VALUE, item->section, item->key, value, "number too large");
+                return config_parse_error(pf, BAD_VALUE, item->section, item->key, value,
+                                          "number too large");
         if (*end != '\0')
-                return pf_error(pf, BAD_VALUE, item->section, item->key, value,
-                                "trailing characters after the number");
+                return config_parse_error(pf, BAD_VALUE, item->section, item->key, value,
+                                          "trailing characters after the number");
         if (v < item->min || v > item->max)
-                return pf_error(pf, "invalid [%s] %s \"%s\": out of range %u..%u", item->section,
-                                item->key, value, item->min, item->max);
+                return config_parse_error(pf, "invalid [%s] %s \"%s\": out of range %u..%u",
+                                          item->section, item->key, value, item->min, item->max);
         *(unsigned *)field = (unsigned)v;
         return 0;
 }
 
 /* A key placed no longer uses: checked like a number, then ignored, so old files still load. */
-int parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         unsigned ignored;
-        return parse_unsigned(pf, item, value, &ignored);
+        return config_parse_unsigned(pf, item, value, &ignored);
 }
 
 /* The enums in config.h are all int-sized; this writes them through one parser. */
@@ -73,7 +74,7 @@ _Static_assert(sizeof(IdleConstraint) == sizeof(int), "enum size");
 _Static_assert(sizeof(WakeSourceKind) == sizeof(int), "enum size");
 _Static_assert(sizeof(FollowKind) == sizeof(int), "enum size");
 
-int parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         char accepted[256] = "";
         size_t len = 0;
 
@@ -89,23 +90,23 @@ int parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *f
                 if (n > 0 && (size_t)n < sizeof(accepted) - len)
                         len += (size_t)n;
         }
-        return pf_error(pf, "invalid [%s] %s \"%s\": expected one of %s", item->section, item->key,
-                        value, accepted);
+        return config_parse_error(pf, "invalid [%s] %s \"%s\": expected one of %s", item->section,
+                                  item->key, value, accepted);
 }
 
-int parse_string(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_string(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         if (strlen(value) >= item->size)
-                return pf_error(pf, "invalid [%s] %s: longer than %zu characters", item->section,
-                                item->key, item->size - 1);
+                return config_parse_error(pf, "invalid [%s] %s: longer than %zu characters",
+                                          item->section, item->key, item->size - 1);
         memcpy(field, value, strlen(value) + 1);
         return 0;
 }
 
-int parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         if (value[0] != '/')
-                return pf_error(pf, "invalid [%s] %s \"%s\": not an absolute path", item->section,
-                                item->key, value);
-        return parse_string(pf, item, value, field);
+                return config_parse_error(pf, "invalid [%s] %s \"%s\": not an absolute path",
+                                          item->section, item->key, value);
+        return config_parse_string(pf, item, value, field);
 }
 
 /*
@@ -113,42 +114,48 @@ int parse_abs_path(ParseFile *pf, const ConfigItem *item, const char *value, voi
  * directory). node_exporter's textfile collector reads only *.prom files: any
  * other name is accepted (another reader may want it) with a warning.
  */
-int parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_textfile_path(ParseFile *pf, const ConfigItem *item, const char *value,
+                               void *field) {
         if (value[0] == '\0') {
                 *(char *)field = '\0';
                 return 0;
         }
-        int r = parse_abs_path(pf, item, value, field);
+        int r = config_parse_abs_path(pf, item, value, field);
         if (r < 0)
                 return r;
         const char *base = strrchr(value, '/') + 1;
         if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-                return pf_error(pf, "invalid [%s] %s \"%s\": names a directory, not a file",
-                                item->section, item->key, value);
+                return config_parse_error(pf,
+                                          "invalid [%s] %s \"%s\": names a directory, not a file",
+                                          item->section, item->key, value);
         if (strlen(base) > NAME_MAX - 5) /* the temporary file is ".NAME.tmp" */
-                return pf_error(pf, "invalid [%s] %s \"%s\": file name longer than %d characters",
-                                item->section, item->key, value, NAME_MAX - 5);
+                return config_parse_error(
+                        pf, "invalid [%s] %s \"%s\": file name longer than %d characters",
+                        item->section, item->key, value, NAME_MAX - 5);
         size_t len = strlen(base);
         if (len < 5 || strcmp(base + len - 5, ".prom") != 0)
-                loader_diag(pf->loader, CONFIG_DIAG_WARNING,
-                            "%s:%u: [%s] %s \"%s\" does not end in \".prom\": node_exporter's "
-                            "textfile collector reads only *.prom files",
-                            pf->path, pf->in.lineno, item->section, item->key, value);
+                config_loader_diag(
+                        pf->loader, CONFIG_DIAG_WARNING,
+                        "%s:%u: [%s] %s \"%s\" does not end in \".prom\": node_exporter's "
+                        "textfile collector reads only *.prom files",
+                        pf->path, pf->in.lineno, item->section, item->key, value);
         return 0;
 }
 
-bool profile_name_is_valid(const char *name) {
+bool config_profile_name_is_valid(const char *name) {
         size_t len = strlen(name);
         return len > 0 && len < PROFILE_NAME_MAX &&
                strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
 }
 
-int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
-        if (!profile_name_is_valid(value))
-                return pf_error(pf,
-                                "invalid [%s] %s \"%s\": a profile name is 1 to %d of a-z, "
-                                "0-9, '_' and '-'",
-                                item->section, item->key, value, PROFILE_NAME_MAX - 1);
+int config_parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
+                              void *field) {
+        if (!config_profile_name_is_valid(value))
+                return config_parse_error(
+                        pf,
+                        "invalid [%s] %s \"%s\": a profile name is 1 to %d of a-z, "
+                        "0-9, '_' and '-'",
+                        item->section, item->key, value, PROFILE_NAME_MAX - 1);
 
         /* Where it was set, for the check that the profile exists once all are loaded. */
         char **set_at = &pf->loader->profile_set_at;
@@ -158,10 +165,10 @@ int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
                                 set_at = &pf->loader->follow_set_at[i];
         char *at;
         if (asprintf(&at, "%s:%u", pf->path, pf->in.lineno) < 0)
-                return pf_error(pf, "out of memory");
+                return config_parse_error(pf, "out of memory");
         free(*set_at);
         *set_at = at;
-        return parse_string(pf, item, value, field);
+        return config_parse_string(pf, item, value, field);
 }
 
 /*
@@ -169,28 +176,29 @@ int parse_profile_name(ParseFile *pf, const ConfigItem *item, const char *value,
  * clears what earlier lines and files added (like systemd's list settings).
  * field is the array; the count follows it at item->size bytes further on.
  */
-int parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+int config_parse_exclude_list(ParseFile *pf, const ConfigItem *item, const char *value,
+                              void *field) {
         char **v = field;
         unsigned *n = (unsigned *)((char *)field + item->size);
         bool cgroup = strcmp(item->key, "cgroup") == 0;
 
         if (value[0] == '\0') {
-                strv_clear(v, n);
+                config_strv_clear(v, n);
                 return 0;
         }
         for (const char *p = value + strspn(value, SPACE); *p; p += strspn(p, SPACE)) {
                 size_t len = strcspn(p, SPACE);
                 if (cgroup && p[0] != '/')
-                        return pf_error(pf,
-                                        "invalid [%s] %s \"%.*s\": a cgroup path prefix "
-                                        "starts with '/'",
-                                        item->section, item->key, (int)len, p);
+                        return config_parse_error(pf,
+                                                  "invalid [%s] %s \"%.*s\": a cgroup path prefix "
+                                                  "starts with '/'",
+                                                  item->section, item->key, (int)len, p);
                 if (*n >= CONFIG_MAX_EXCLUDES)
-                        return pf_error(pf, "[%s] %s: more than %d entries", item->section,
-                                        item->key, CONFIG_MAX_EXCLUDES);
+                        return config_parse_error(pf, "[%s] %s: more than %d entries",
+                                                  item->section, item->key, CONFIG_MAX_EXCLUDES);
                 v[*n] = strndup(p, len);
                 if (!v[*n])
-                        return pf_error(pf, "out of memory");
+                        return config_parse_error(pf, "out of memory");
                 (*n)++;
                 p += len;
         }

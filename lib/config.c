@@ -227,7 +227,7 @@ void config_defaults(Config *ret) {
                          follow_default_map[i]);
 }
 
-void strv_clear(char **v, unsigned *n) {
+void config_strv_clear(char **v, unsigned *n) {
         for (unsigned i = 0; i < *n; i++) {
                 free(v[i]);
                 v[i] = NULL;
@@ -242,8 +242,8 @@ void strv_clear(char **v, unsigned *n) {
 void config_done(Config *c) {
         if (!c)
                 return;
-        strv_clear(c->exclude_comm, &c->n_exclude_comm);
-        strv_clear(c->exclude_cgroup, &c->n_exclude_cgroup);
+        config_strv_clear(c->exclude_comm, &c->n_exclude_comm);
+        config_strv_clear(c->exclude_cgroup, &c->n_exclude_cgroup);
         rules_done(&c->rules);
         config_defaults(c);
 }
@@ -266,7 +266,7 @@ const Profile *config_find_profile(const Config *c, const char *name) {
 
 /* ---- One load: diagnostics and the state shared by all files ---- */
 
-void loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt, ...) {
+void config_loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
 
@@ -281,7 +281,7 @@ void loader_diag(ConfigLoader *l, ConfigDiagLevel level, const char *fmt, ...) {
                 l->diag(l->userdata, level, msg);
 }
 
-int pf_error(ParseFile *pf, const char *fmt, ...) {
+int config_parse_error(ParseFile *pf, const char *fmt, ...) {
         if (pf->error_line == 0) {
                 va_list ap;
                 va_start(ap, fmt);
@@ -299,7 +299,7 @@ static char *pf_read_line(char *str, int num, void *stream) {
 
         char *line = ini_line_next(&pf->in, CONFIG_FILE_MAX, str, num, why, sizeof(why));
         if (why[0])
-                pf_error(pf, "%s", why);
+                config_parse_error(pf, "%s", why);
         return line;
 }
 
@@ -347,15 +347,17 @@ static int pf_handler(void *user, const char *section, const char *key, const ch
         }
 
         if (section_known)
-                loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown key \"%s\" in [%s], ignored",
-                            pf->path, pf->in.lineno, key, section);
+                config_loader_diag(l, CONFIG_DIAG_WARNING,
+                                   "%s:%u: unknown key \"%s\" in [%s], ignored", pf->path,
+                                   pf->in.lineno, key, section);
         else if (section[0] == '\0')
-                loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: \"%s\" outside any section, ignored",
-                            pf->path, pf->in.lineno, key);
+                config_loader_diag(l, CONFIG_DIAG_WARNING,
+                                   "%s:%u: \"%s\" outside any section, ignored", pf->path,
+                                   pf->in.lineno, key);
         else if (!pf->ignored_section || strcmp(pf->ignored_section, section) != 0) {
                 /* once per run of keys in the same unknown section */
-                loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown section [%s], ignored",
-                            pf->path, pf->in.lineno, section);
+                config_loader_diag(l, CONFIG_DIAG_WARNING, "%s:%u: unknown section [%s], ignored",
+                                   pf->path, pf->in.lineno, section);
                 free(pf->ignored_section);
                 pf->ignored_section = strdup(section);
         }
@@ -374,28 +376,28 @@ static int config_open_file(ConfigLoader *l, const char *path, FILE **ret) {
         if (fd < 0) {
                 int r = negative_errno();
                 if (r != -ENOENT)
-                        loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path,
-                                    strerror(-r));
+                        config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path,
+                                           strerror(-r));
                 return r;
         }
         struct stat st;
         if (fstat(fd, &st) < 0) {
                 int r = negative_errno();
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot stat: %s", path, strerror(-r));
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot stat: %s", path, strerror(-r));
                 return r;
         }
         bool dev_null = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
         if (S_ISDIR(st.st_mode)) {
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: is a directory, not a file", path);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: is a directory, not a file", path);
                 return -EISDIR;
         }
         if (!S_ISREG(st.st_mode) && !dev_null) {
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: not a regular file", path);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: not a regular file", path);
                 return -EINVAL;
         }
         if (st.st_size > CONFIG_FILE_MAX) {
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: larger than %d bytes", path,
-                            CONFIG_FILE_MAX);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: larger than %d bytes", path,
+                                   CONFIG_FILE_MAX);
                 return -EFBIG;
         }
         int flags = fcntl(fd, F_GETFL);
@@ -426,23 +428,24 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
         if (r == -ENOENT && missing_ok)
                 return 0;
         if (r == -ENOENT)
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path, strerror(-r));
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open: %s", path, strerror(-r));
         if (r < 0)
                 return r;
 
         r = ini_parse_stream(pf_read_line, &pf, pf_handler, &pf);
         if (r == -2) {
                 r = -ENOMEM;
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: out of memory", path);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: out of memory", path);
         } else if (r < 0 || ferror(pf.in.f)) {
                 r = -EIO;
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: read error", path);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: read error", path);
         } else if (r > 0 && (pf.error_line == 0 || (unsigned)r < pf.error_line)) {
                 pf_describe_syntax_error(&pf, (unsigned)r, syntax, sizeof(syntax));
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s:%d: %s", path, r, syntax);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s:%d: %s", path, r, syntax);
                 r = -EINVAL;
         } else if (pf.error_line > 0) {
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s:%u: %s", path, pf.error_line, pf.error);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s:%u: %s", path, pf.error_line,
+                                   pf.error);
                 r = -EINVAL;
         } else
                 r = 1;
@@ -458,44 +461,45 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
 #define ITEM(sec, k, fn, type, field, ...) \
         { .section = sec, .key = k, .parse = fn, .offset = offsetof(type, field), __VA_ARGS__ }
 #define ITEM_UINT(sec, k, type, field, lo, hi) \
-        ITEM(sec, k, parse_unsigned, type, field, .min = lo, .max = hi)
-#define ITEM_BOOL(sec, k, type, field) ITEM(sec, k, parse_bool, type, field, .size = sizeof(bool))
+        ITEM(sec, k, config_parse_unsigned, type, field, .min = lo, .max = hi)
+#define ITEM_BOOL(sec, k, type, field) \
+        ITEM(sec, k, config_parse_bool, type, field, .size = sizeof(bool))
 /* An enum key takes the names of the enum's string table (string-table.h). */
-#define ITEM_ENUM(sec, k, type, field, name, ...)                    \
-        ITEM(sec, k, parse_enum, type, field, .names = name##_table, \
+#define ITEM_ENUM(sec, k, type, field, name, ...)                           \
+        ITEM(sec, k, config_parse_enum, type, field, .names = name##_table, \
              .n_names = ELEMENTSOF(name##_table), __VA_ARGS__)
 #define ITEM_STR(sec, k, fn, type, field) \
         ITEM(sec, k, fn, type, field, .size = sizeof(((type *)0)->field))
 /* The count follows the array; .size is the distance to it. */
-#define ITEM_LIST(sec, k, field, count)                 \
-        ITEM(sec, k, parse_exclude_list, Config, field, \
+#define ITEM_LIST(sec, k, field, count)                        \
+        ITEM(sec, k, config_parse_exclude_list, Config, field, \
              .size = offsetof(Config, count) - offsetof(Config, field))
 
 static const ConfigItem config_items[] = {
-        ITEM_STR("daemon", "profile", parse_profile_name, Config, profile),
+        ITEM_STR("daemon", "profile", config_parse_profile_name, Config, profile),
         ITEM_UINT("daemon", "interval_ms", Config, interval_ms, 100, 60000),
         ITEM_BOOL("daemon", "dry_run", Config, dry_run),
-        ITEM_STR("daemon", "journal_dir", parse_abs_path, Config, journal_dir),
+        ITEM_STR("daemon", "journal_dir", config_parse_abs_path, Config, journal_dir),
         /* The replay source needs a file: only the command line selects it. */
         ITEM_ENUM("daemon", "wake_source", Config, wake_source, wake_source_kind,
                   .refused = 1u << WAKE_SOURCE_REPLAY),
         ITEM_UINT("daemon", "sample_period", Config, sample_period, 1, 1000000),
         ITEM_ENUM("daemon", "follow", Config, follow, follow_kind),
-        ITEM_STR("follow", "power-saver", parse_profile_name, Config, follow_map[0]),
-        ITEM_STR("follow", "balanced", parse_profile_name, Config, follow_map[1]),
-        ITEM_STR("follow", "performance", parse_profile_name, Config, follow_map[2]),
+        ITEM_STR("follow", "power-saver", config_parse_profile_name, Config, follow_map[0]),
+        ITEM_STR("follow", "balanced", config_parse_profile_name, Config, follow_map[1]),
+        ITEM_STR("follow", "performance", config_parse_profile_name, Config, follow_map[2]),
         ITEM_LIST("exclude", "comm", exclude_comm, n_exclude_comm),
         ITEM_LIST("exclude", "cgroup", exclude_cgroup, n_exclude_cgroup),
-        ITEM_STR("metrics", "textfile", parse_textfile_path, Config, metrics_textfile),
+        ITEM_STR("metrics", "textfile", config_parse_textfile_path, Config, metrics_textfile),
         ITEM_UINT("metrics", "every_ticks", Config, metrics_every_ticks, 1, 3600),
 };
 
 static const ConfigItem profile_items[] = {
-        ITEM_STR("profile", "description", parse_string, Profile, description),
+        ITEM_STR("profile", "description", config_parse_string, Profile, description),
         ITEM_ENUM("pair", "placement", Profile, pair_placement, pair_placement),
         ITEM_UINT("pair", "max_overlap_pct", Profile, pair_max_overlap_pct, 0, 100),
         /* 0.1's utilisation gate; pairs are judged by measured outcome now. */
-        ITEM("pair", "max_util_pct", parse_obsolete, Profile, pair_max_overlap_pct, .min = 1,
+        ITEM("pair", "max_util_pct", config_parse_obsolete, Profile, pair_max_overlap_pct, .min = 1,
              .max = 100),
         ITEM_ENUM("fanout", "placement", Profile, fanout_placement, spread_placement),
         ITEM_UINT("fanout", "min_workers", Profile, fanout_min_workers, 0, 4096),
@@ -546,8 +550,8 @@ static int list_conf_files(ConfigLoader *l, const char *dir, bool dir_is_error, 
                         *ret_n = 0;
                         return 0;
                 }
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open directory: %s", dir,
-                            strerror(-r));
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot open directory: %s", dir,
+                                   strerror(-r));
                 return r;
         }
 
@@ -563,8 +567,8 @@ static int list_conf_files(ConfigLoader *l, const char *dir, bool dir_is_error, 
                 if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
                         continue;
                 if (S_ISDIR(st.st_mode) && dir_is_error) {
-                        loader_diag(l, CONFIG_DIAG_ERROR, "%s/%s: is a directory, not a file", dir,
-                                    de->d_name);
+                        config_loader_diag(l, CONFIG_DIAG_ERROR,
+                                           "%s/%s: is a directory, not a file", dir, de->d_name);
                         r = -EISDIR;
                         break;
                 }
@@ -593,7 +597,8 @@ static int list_conf_files(ConfigLoader *l, const char *dir, bool dir_is_error, 
         if (r < 0) {
                 strv_free(v, n);
                 if (r != -EISDIR)
-                        loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir, strerror(-r));
+                        config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir,
+                                           strerror(-r));
                 return r;
         }
 
@@ -669,11 +674,12 @@ static int profile_files_scan(ConfigLoader *l, const char *dir, ProfileFiles *pf
 
         for (size_t i = 0; i < n && r >= 0; i++) {
                 names[i][strlen(names[i]) - 5] = '\0'; /* drop ".conf" */
-                if (!profile_name_is_valid(names[i])) {
-                        loader_diag(l, CONFIG_DIAG_WARNING,
-                                    "%s/%s.conf: invalid profile name \"%s\" (1 to %d of a-z, "
-                                    "0-9, '_' and '-'), skipped",
-                                    dir, names[i], names[i], PROFILE_NAME_MAX - 1);
+                if (!config_profile_name_is_valid(names[i])) {
+                        config_loader_diag(
+                                l, CONFIG_DIAG_WARNING,
+                                "%s/%s.conf: invalid profile name \"%s\" (1 to %d of a-z, "
+                                "0-9, '_' and '-'), skipped",
+                                dir, names[i], names[i], PROFILE_NAME_MAX - 1);
                         continue;
                 }
                 char *path;
@@ -707,8 +713,9 @@ static int config_load_profiles(ConfigLoader *l) {
         Config *c = l->config;
         for (size_t i = 0; i < pfs.n && r >= 0; i++) {
                 if (c->n_profiles >= CONFIG_MAX_PROFILES) {
-                        loader_diag(l, CONFIG_DIAG_WARNING, "%s: more than %d profiles, skipped",
-                                    pfs.v[i].path, CONFIG_MAX_PROFILES);
+                        config_loader_diag(l, CONFIG_DIAG_WARNING,
+                                           "%s: more than %d profiles, skipped", pfs.v[i].path,
+                                           CONFIG_MAX_PROFILES);
                         continue;
                 }
                 Profile *p = &c->profiles[c->n_profiles];
@@ -748,17 +755,17 @@ static int config_check_default_profile(ConfigLoader *l) {
                 return -ENOMEM;
 
         if (l->profile_set_at)
-                loader_diag(l, CONFIG_DIAG_ERROR, "%s: profile \"%s\" not found (%s)",
-                            l->profile_set_at, c->profile, where);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: profile \"%s\" not found (%s)",
+                                   l->profile_set_at, c->profile, where);
         else
-                loader_diag(l, CONFIG_DIAG_ERROR, "default profile \"%s\" not found (%s)",
-                            c->profile, where);
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "default profile \"%s\" not found (%s)",
+                                   c->profile, where);
         return -ENOENT;
 }
 
 static void rules_diag(void *userdata, bool error, const char *message) {
         ConfigLoader *l = userdata;
-        loader_diag(l, error ? CONFIG_DIAG_ERROR : CONFIG_DIAG_WARNING, "%s", message);
+        config_loader_diag(l, error ? CONFIG_DIAG_ERROR : CONFIG_DIAG_WARNING, "%s", message);
 }
 
 /* The [exclude] entries as ignore rules, then rules_dir's; checked as a whole. */
@@ -771,7 +778,7 @@ static int config_load_rules(ConfigLoader *l) {
         for (unsigned i = 0; i < c->n_exclude_cgroup && r >= 0; i++)
                 r = rules_add_ignore(&c->rules, "exclude.cgroup", i, NULL, c->exclude_cgroup[i]);
         if (r < 0) {
-                loader_diag(l, CONFIG_DIAG_ERROR, "[exclude]: %s", strerror(-r));
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "[exclude]: %s", strerror(-r));
                 return r;
         }
         if (l->paths->rules_dir) {
@@ -792,17 +799,17 @@ static int config_check_follow_profiles(ConfigLoader *l) {
                 if (config_find_profile(c, c->follow_map[i]))
                         continue;
                 if (l->follow_set_at[i])
-                        loader_diag(l, CONFIG_DIAG_ERROR,
-                                    "%s: [follow] %s: profile \"%s\" not found (known: %u "
-                                    "profiles in the profile directories)",
-                                    l->follow_set_at[i], follow_ppd_profiles[i], c->follow_map[i],
-                                    c->n_profiles);
+                        config_loader_diag(l, CONFIG_DIAG_ERROR,
+                                           "%s: [follow] %s: profile \"%s\" not found (known: %u "
+                                           "profiles in the profile directories)",
+                                           l->follow_set_at[i], follow_ppd_profiles[i],
+                                           c->follow_map[i], c->n_profiles);
                 else if (c->follow == FOLLOW_POWER_PROFILES)
-                        loader_diag(l, CONFIG_DIAG_ERROR,
-                                    "follow = power-profiles maps \"%s\" to profile \"%s\" by "
-                                    "default, and there is no such profile; set [follow] %s",
-                                    follow_ppd_profiles[i], c->follow_map[i],
-                                    follow_ppd_profiles[i]);
+                        config_loader_diag(
+                                l, CONFIG_DIAG_ERROR,
+                                "follow = power-profiles maps \"%s\" to profile \"%s\" by "
+                                "default, and there is no such profile; set [follow] %s",
+                                follow_ppd_profiles[i], c->follow_map[i], follow_ppd_profiles[i]);
                 else
                         continue;
                 return -ENOENT;
