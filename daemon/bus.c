@@ -87,7 +87,7 @@
  *
  * Access: reading is open to everyone (the bus policy allows it). Every
  * method is SD_BUS_VTABLE_UNPRIVILEGED, so sd-bus's own CAP_SYS_ADMIN check
- * stays out of the way and bus_authorize_then() decides alone. Changing
+ * stays out of the way and bus_polkit_authorize() (bus-polkit.c) decides alone. Changing
  * (SetProfile, ResetProfile, Reload, Restore, HoldProfile, ReleaseProfile) needs euid 0, or
  * a yes from polkit for the matching org.placed1.* action. polkit is asked
  * asynchronously (the method is answered when polkit has, so a hung polkit
@@ -115,6 +115,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus-polkit.h"
 #include "energy.h"
 #include "follow.h"
 #include "idle.h"
@@ -122,152 +123,10 @@
 #include "loop.h"
 #include "wake-graph.h"
 
-#define BUS_REASON_MAX        256
-#define BUS_POLKIT_TIMEOUT_US (10 * USEC_PER_SEC)
-#define BUS_EMIT_MAX          16
-#define BUS_HOLDS_PER_CLIENT  8 /* of MANAGER_MAX_HOLDS in all */
-#define BUS_RECONNECT_USEC    (2 * USEC_PER_SEC)
-
-/*
- * Return: 1 if the caller runs as root. The bus driver vouches for the uid
- * (SO_PEERCRED at connect time); no racy /proc lookup (no CREDS_AUGMENT).
- */
-static int bus_sender_is_root(sd_bus_message *msg) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        uid_t euid;
-        int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &euid);
-        if (r < 0)
-                return r;
-        return euid == 0;
-}
-
-/* What an authorized method does; it replies itself, or returns negative with error set. */
-typedef int (*BusAuthorizedFn)(sd_bus_message *msg, Manager *m, sd_bus_error *error);
-
-/* A method call waiting for polkit's answer. Freed with its slot. */
-typedef struct BusPolkitQuery {
-        Manager *m;
-        sd_bus_message *msg; /* the caller's method call, answered when polkit has */
-        BusAuthorizedFn then;
-        char action[64];
-} BusPolkitQuery;
-
-static void bus_polkit_query_free(void *userdata) {
-        BusPolkitQuery *q = userdata;
-        sd_bus_message_unref(q->msg);
-        free(q);
-}
-
-/*
- * Reads polkit's answer. Return: 1 authorized, 0 not (error set to
- * AccessDenied; also when polkit is absent or fails: fail closed).
- */
-static int bus_polkit_verdict(sd_bus_message *reply, const BusPolkitQuery *q, sd_bus_error *error) {
-        const char *sender = sd_bus_message_get_sender(q->msg);
-        const sd_bus_error *perr = sd_bus_message_get_error(reply);
-        int authorized = 0, challenge = 0, r;
-
-        if (perr && (sd_bus_error_has_name(perr, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
-                     sd_bus_error_has_name(perr, SD_BUS_ERROR_NAME_HAS_NO_OWNER))) {
-                sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                  "Only root may do this (no polkit on this system to ask).");
-                return 0;
-        }
-        r = perr ? -sd_bus_message_get_errno(reply) : 0;
-        if (r >= 0) /* is_authorized, is_challenge, details */
-                r = sd_bus_message_enter_container(reply, 'r', POLKIT_RESULT_FIELDS);
-        if (r >= 0)
-                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
-        if (r < 0) { /* fail closed: an unregistered action, a timeout, polkit broken ... */
-                const char *why =
-                        perr && perr->message ? perr->message : strerror(r < 0 ? -r : EIO);
-                log_warning("polkit could not decide \"%s\" for %s: %s", q->action, sender, why);
-                sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                  "polkit could not decide %s: %s", q->action, why);
-                return 0;
-        }
-        if (authorized)
-                return 1;
-        sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                          challenge ? "Not authorized for %s without authentication; use sudo."
-                                    : "Not authorized for %s.",
-                          q->action);
-        return 0;
-}
-
-/* polkit answered (or the call timed out): run the method or deny it, and reply. */
-static int bus_on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        BusPolkitQuery *q = userdata;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-
-        int r = bus_polkit_verdict(reply, q, &error);
-        if (r > 0)
-                r = q->then(q->msg, q->m, &error);
-        else
-                r = -EACCES;
-        if (r < 0) {
-                if (sd_bus_error_is_set(&error))
-                        r = sd_bus_reply_method_error(q->msg, &error);
-                else
-                        r = sd_bus_reply_method_errno(q->msg, r, NULL);
-                if (r < 0)
-                        log_debug("Cannot answer %s: %s", sd_bus_message_get_sender(q->msg),
-                                  strerror(-r));
-        }
-        return 0;
-}
-
-/*
- * Runs then for msg if its sender may do action: at once for root, else when
- * polkit has answered. polkit is asked asynchronously and non-interactively
- * (a "challenge" answer is a denial that says to use sudo), so a slow or hung
- * polkit holds up only this caller: the bus and the tick go on, and the
- * call times out after BUS_POLKIT_TIMEOUT_US (denied). The subject is the
- * sender's bus name, which polkit resolves race-free.
- *
- * Return: then's result when it ran now; 1 when the answer will come later
- * (the method handler returns it so sd-bus sends no reply of its own);
- * negative with error set otherwise.
- */
-static int bus_authorize_then(sd_bus_message *msg, Manager *m, const char *action,
-                              BusAuthorizedFn then, sd_bus_error *error) {
-        sd_bus *bus = sd_bus_message_get_bus(msg);
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
-        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
-
-        int r = bus_sender_is_root(msg);
-        if (r > 0)
-                return then(msg, m, error);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Cannot tell who is asking: %m");
-
-        BusPolkitQuery *q = calloc(1, sizeof(*q));
-        if (!q)
-                return -ENOMEM;
-        *q = (BusPolkitQuery){ .m = m, .msg = sd_bus_message_ref(msg), .then = then };
-        snprintf(q->action, sizeof(q->action), "%s", action);
-
-        r = sd_bus_message_new_method_call(bus, &call, POLKIT_BUS_NAME, POLKIT_BUS_PATH,
-                                           POLKIT_BUS_INTERFACE, "CheckAuthorization");
-        if (r >= 0)
-                /* subject (sa{sv}), action_id, details a{ss}, flags, cancellation_id */
-                r = sd_bus_message_append(call, POLKIT_CHECK_IN, "system-bus-name", 1, "name", "s",
-                                          sd_bus_message_get_sender(msg), action, 0, UINT32_C(0),
-                                          "");
-        if (r >= 0)
-                r = sd_bus_call_async(bus, &slot, call, bus_on_polkit_reply, q,
-                                      BUS_POLKIT_TIMEOUT_US);
-        if (r < 0) {
-                bus_polkit_query_free(q);
-                return sd_bus_error_set_errnof(error, r, "Cannot ask polkit: %m");
-        }
-        /* The bus owns the pending call from now on; q dies with it. */
-        (void)sd_bus_slot_set_destroy_callback(slot, bus_polkit_query_free);
-        (void)sd_bus_slot_set_floating(slot, 1); /* our reference goes at the return */
-        return 1;
-}
+#define BUS_REASON_MAX       256
+#define BUS_EMIT_MAX         16
+#define BUS_HOLDS_PER_CLIENT 8 /* of MANAGER_MAX_HOLDS in all */
+#define BUS_RECONNECT_USEC   (2 * USEC_PER_SEC)
 
 /*
  * Who sent msg, for people: "placectl (pid 42)", else its bus name. The
@@ -299,7 +158,8 @@ static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error 
                                  name, m->config.n_profiles);
 }
 
-static int set_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+static int set_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
         const char *name;
         int r = sd_bus_message_rewind(msg, 1);
         if (r >= 0)
@@ -317,14 +177,15 @@ static int set_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error 
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int reset_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+static int reset_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
         (void)manager_reset_profile(m);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_reset_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return bus_authorize_then(msg, userdata, PLACED_ACTION_SET_PROFILE,
-                                  reset_profile_authorized, error);
+        return bus_polkit_authorize(msg, PLACED_ACTION_SET_PROFILE, reset_profile_authorized,
+                                    userdata, error);
 }
 
 static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -332,11 +193,12 @@ static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error 
         int r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
-        return bus_authorize_then(msg, userdata, PLACED_ACTION_SET_PROFILE, set_profile_authorized,
-                                  error);
+        return bus_polkit_authorize(msg, PLACED_ACTION_SET_PROFILE, set_profile_authorized,
+                                    userdata, error);
 }
 
-static int reload_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+static int reload_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
         _cleanup_free_ char *err = NULL;
         int r = manager_reload(m, &err);
         if (r < 0)
@@ -347,10 +209,11 @@ static int reload_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *erro
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return bus_authorize_then(msg, userdata, PLACED_ACTION_RELOAD, reload_authorized, error);
+        return bus_polkit_authorize(msg, PLACED_ACTION_RELOAD, reload_authorized, userdata, error);
 }
 
-static int restore_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+static int restore_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
         log_notice("Restore requested by %s.", sd_bus_message_get_sender(msg));
         int r = manager_restore(m);
         if (r < 0)
@@ -360,7 +223,8 @@ static int restore_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *err
 }
 
 static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return bus_authorize_then(msg, userdata, PLACED_ACTION_RESTORE, restore_authorized, error);
+        return bus_polkit_authorize(msg, PLACED_ACTION_RESTORE, restore_authorized, userdata,
+                                    error);
 }
 
 /* One a(tsaudtdss(sdddd)(ss)) element; see the top of the file. */
@@ -584,7 +448,8 @@ static unsigned bus_count_holds(const Manager *m, const char *owner) {
         return n;
 }
 
-static int hold_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+static int hold_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
         const char *profile, *reason, *sender = sd_bus_message_get_sender(msg);
         uint32_t cookie;
         int r = sd_bus_message_rewind(msg, 1);
@@ -620,11 +485,12 @@ static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error
         if (strlen(reason) > BUS_REASON_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The reason is longer than %d bytes.", BUS_REASON_MAX);
-        return bus_authorize_then(msg, userdata, PLACED_ACTION_HOLD_PROFILE,
-                                  hold_profile_authorized, error);
+        return bus_polkit_authorize(msg, PLACED_ACTION_HOLD_PROFILE, hold_profile_authorized,
+                                    userdata, error);
 }
 
-static int release_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_error *error) {
+static int release_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
         uint32_t cookie;
         int r = sd_bus_message_rewind(msg, 1);
         if (r >= 0)
@@ -633,7 +499,8 @@ static int release_profile_authorized(sd_bus_message *msg, Manager *m, sd_bus_er
                 return r;
 
         /* Root may release any hold; others only their own. */
-        const char *owner = bus_sender_is_root(msg) > 0 ? NULL : sd_bus_message_get_sender(msg);
+        const char *owner =
+                bus_polkit_sender_is_root(msg) > 0 ? NULL : sd_bus_message_get_sender(msg);
         r = manager_release_profile(m, cookie, owner);
         if (r == 0)
                 return sd_bus_error_setf(error, PLACED_ERROR_UNKNOWN_HOLD,
@@ -650,8 +517,8 @@ static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_er
         int r = sd_bus_message_read(msg, "u", &cookie);
         if (r < 0)
                 return r;
-        return bus_authorize_then(msg, userdata, PLACED_ACTION_HOLD_PROFILE,
-                                  release_profile_authorized, error);
+        return bus_polkit_authorize(msg, PLACED_ACTION_HOLD_PROFILE, release_profile_authorized,
+                                    userdata, error);
 }
 
 static int property_get_active_profile(sd_bus *bus, const char *path, const char *interface,
@@ -858,7 +725,7 @@ static int bus_on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error
         return 0;
 }
 
-static int bus_setup(Manager *m, const char *spec);
+static int bus_setup(Manager *m, const char *spec, int level);
 
 /* The followed daemon's reports (follow.c) go to the manager. */
 static void bus_follow_update(void *userdata, const char *daemon, const char *ppd_profile) {
@@ -889,11 +756,8 @@ static void bus_on_reconnect_timer(void *userdata) {
                 return;
         bus_close(m);
         m->bus_description = mfree(m->bus_description);
-        /* bus_setup()'s errors would repeat every try: hushed unless debugging. */
-        int saved = log_get_max_level();
-        log_set_max_level(saved >= LOG_DEBUG ? saved : LOG_CRIT);
-        int r = bus_setup(m, m->opts.bus);
-        log_set_max_level(saved);
+        /* bus_setup()'s errors would repeat every try: logged for debugging only. */
+        int r = bus_setup(m, m->opts.bus, LOG_DEBUG);
         if (r < 0 || !m->bus) {
                 bus_close(m);
                 m->bus_description = mfree(m->bus_description);
@@ -908,24 +772,31 @@ static void bus_on_reconnect_timer(void *userdata) {
                                     "ActiveProfileReason", "Holds", "Mode", NULL);
 }
 
-/* Connects as spec says. Return: 0 with *ret (NULL: no system bus, carry on), or negative errno. */
-static int bus_connect(Manager *m, const char *spec, sd_bus **ret) {
+/*
+ * Connects as spec says; failures are logged at level (LOG_ERR, or
+ * LOG_DEBUG for the reconnect timer's quiet tries), a missing system bus
+ * at level's warning. Return: 0 with *ret (NULL: no system bus, carry on),
+ * or negative errno.
+ */
+static int bus_connect(Manager *m, const char *spec, int level, sd_bus **ret) {
         bool named = strcmp(spec, "system") == 0 || strcmp(spec, "session") == 0;
         sd_bus *bus = NULL;
 
         int r = placed_bus_connect(spec, &bus);
         if ((r == -ENOENT || r == -ECONNREFUSED) && strcmp(spec, "system") == 0) {
                 const char *addr = getenv("DBUS_SYSTEM_BUS_ADDRESS");
-                log_warning("No system bus at %s; running without D-Bus (use --bus "
-                            "session or --bus ADDRESS).",
-                            addr ? addr : "/run/dbus/system_bus_socket");
+                log_full(MAX(level, LOG_WARNING),
+                         "No system bus at %s; running without D-Bus (use --bus "
+                         "session or --bus ADDRESS).",
+                         addr ? addr : "/run/dbus/system_bus_socket");
                 *ret = NULL;
                 return 0;
         }
         if (r < 0 && named)
-                return log_error_errno(r, "Failed to connect to %s: %m", placed_bus_describe(spec));
+                return log_full_errno(level, r, "Failed to connect to %s: %m",
+                                      placed_bus_describe(spec));
         if (r < 0)
-                return log_error_errno(r, "Failed to connect to the bus at \"%s\": %m", spec);
+                return log_full_errno(level, r, "Failed to connect to the bus at \"%s\": %m", spec);
         if (named)
                 m->bus_description = strdup(placed_bus_describe(spec));
         else if (asprintf(&m->bus_description, "D-Bus at %s", spec) < 0)
@@ -934,13 +805,15 @@ static int bus_connect(Manager *m, const char *spec, sd_bus **ret) {
         return 0;
 }
 
-/* Connects, publishes the object and takes the name. Return: 0 (m->bus may stay NULL), or negative.
+/*
+ * Connects, publishes the object and takes the name; failures are logged at
+ * level (see bus_connect()). Return: 0 (m->bus may stay NULL), or negative.
  */
-static int bus_setup(Manager *m, const char *spec) {
+static int bus_setup(Manager *m, const char *spec, int level) {
         sd_bus *bus = NULL;
         int r;
 
-        r = bus_connect(m, spec, &bus);
+        r = bus_connect(m, spec, level, &bus);
         if (r < 0 || !bus)
                 return r;
         m->bus = bus;
@@ -948,37 +821,37 @@ static int bus_setup(Manager *m, const char *spec) {
         r = sd_bus_add_object_vtable(bus, NULL, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
                                      manager_vtable, m);
         if (r < 0)
-                return log_error_errno(r, "Failed to publish %s: %m", PLACED_BUS_PATH);
+                return log_full_errno(level, r, "Failed to publish %s: %m", PLACED_BUS_PATH);
 
         r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                 "org.freedesktop.DBus", "NameOwnerChanged",
                                 bus_on_name_owner_changed, m);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch clients leaving the bus: %m");
+                return log_full_errno(level, r, "Failed to watch clients leaving the bus: %m");
 
         /* sd-bus synthesizes this local signal when the connection drops. */
         r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
                                 "org.freedesktop.DBus.Local", "Disconnected", bus_on_disconnected,
                                 m);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch for losing the bus: %m");
+                return log_full_errno(level, r, "Failed to watch for losing the bus: %m");
 
         r = sd_bus_request_name(bus, PLACED_BUS_NAME, 0);
         if (r == -EEXIST)
-                return log_error_errno(r,
-                                       "The name %s is already taken on %s: is another placed "
-                                       "running?",
-                                       PLACED_BUS_NAME, m->bus_description);
+                return log_full_errno(level, r,
+                                      "The name %s is already taken on %s: is another placed "
+                                      "running?",
+                                      PLACED_BUS_NAME, m->bus_description);
         if (r < 0)
-                return log_error_errno(r, "Failed to request the name %s on %s: %m",
-                                       PLACED_BUS_NAME, m->bus_description);
+                return log_full_errno(level, r, "Failed to request the name %s on %s: %m",
+                                      PLACED_BUS_NAME, m->bus_description);
         return 0;
 }
 
 int bus_open(Manager *m, const char *spec) {
         if (!spec || strcmp(spec, "none") == 0)
                 return 0;
-        int r = bus_setup(m, spec);
+        int r = bus_setup(m, spec, LOG_ERR);
         if (r < 0 || !m->bus)
                 return r;
         /* Had a bus: get it back whenever it goes away. */

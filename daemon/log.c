@@ -39,10 +39,6 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_get_max_level(void) {
-        return max_level;
-}
-
 size_t log_escape(const char *s, char *buf, size_t size) {
         size_t n = 0;
         if (size == 0)

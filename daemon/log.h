@@ -20,7 +20,6 @@ int log_level_from_string(const char *s);
 void log_set_max_level(int level);
 /* Return: true when lines carry "<N>" (stderr is the journal, a pipe or a file, not a terminal). */
 bool log_use_prefix(void);
-int log_get_max_level(void);
 
 /*
  * log_escape() - copy s to buf (size bytes, always terminated) with every
@@ -33,6 +32,7 @@ size_t log_escape(const char *s, char *buf, size_t size);
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 
 #define log_full_errno(level, error, ...) log_internal(level, error, __VA_ARGS__)
+#define log_full(level, ...)              (void)log_internal(level, 0, __VA_ARGS__)
 #define log_error_errno(error, ...)       log_internal(LOG_ERR, error, __VA_ARGS__)
 #define log_warning_errno(error, ...)     log_internal(LOG_WARNING, error, __VA_ARGS__)
 #define log_error(...)                    (void)log_internal(LOG_ERR, 0, __VA_ARGS__)
