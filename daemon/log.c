@@ -4,9 +4,9 @@
  * a stream to journald, which turns "<N>" into the entry's priority: systemd
  * says so in JOURNAL_STREAM ("DEV:INODE" of that stream), which counts only
  * while stderr still is that stream (a child of the service may have
- * redirected it). On a terminal the prefix would only be noise, so a person
- * reads plain lines; into a pipe or a file the prefix stays, so whatever
- * reads it can tell the levels apart.
+ * redirected it). Everywhere else (a terminal, a file, a pipe) a person or
+ * a script reads the lines, and the prefix would only be noise: plain
+ * lines, as systemd's own tools write them.
  *
  * Messages carry outside text (comms, hold reasons, file names, journal
  * keys). A newline in it would start a new journal entry with a priority of
@@ -81,7 +81,7 @@ static bool log_stderr_is_journal(void) {
 bool log_use_prefix(void) {
         static int prefix = -1;
         if (prefix < 0)
-                prefix = log_stderr_is_journal() || !isatty(STDERR_FILENO);
+                prefix = log_stderr_is_journal();
         return prefix;
 }
 

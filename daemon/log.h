@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Logging for the daemon and placectl: stderr, with sd-daemon priority
- * prefixes ("<3>") for the journal (JOURNAL_STREAM) and pipes, so levels are
- * kept; plain lines on a terminal.
+ * prefixes ("<3>") when stderr is the journal (JOURNAL_STREAM), so levels
+ * are kept; plain lines on a terminal, into a file or a pipe.
  * lib/ does not log; daemon/ logs once, at the boundary, with quoted names
  * and the errno text.
  */
@@ -18,7 +18,7 @@
 int log_level_from_string(const char *s);
 
 void log_set_max_level(int level);
-/* Return: true when lines carry "<N>" (stderr is the journal, a pipe or a file, not a terminal). */
+/* Return: true when lines carry "<N>": stderr is the stream JOURNAL_STREAM names. */
 bool log_use_prefix(void);
 
 /*

@@ -3,9 +3,9 @@
 # the watchdog, SIGHUP reload with RELOADING=1/MONOTONIC_USEC, a broken file
 # at start (refused, FILE:LINE) and on reload (logged, running config kept),
 # bad command lines, start-up errors that name the path or value that was
-# wrong, log lines plain on a terminal and with "<N>" priorities into a pipe
-# or the journal (JOURNAL_STREAM), and SIGTERM (STOPPING=1, clean exit within
-# a second).
+# wrong, log lines with "<N>" priorities only into the journal
+# (JOURNAL_STREAM) and plain on a terminal, into a file or a pipe, and
+# SIGTERM (STOPPING=1, clean exit within a second).
 . "$(dirname "$0")/lib/common.sh"
 
 placed=$PLACED_BUILD/placed
@@ -100,31 +100,51 @@ start_fails "unknown --profile" "\"turbo\" (--profile)" \
 start_fails "bad --journal-dir" "$T/etc/placed.conf/journal" \
     --config "$T/etc/placed.conf" --profiles-dir "$profiles" --journal-dir "$T/etc/placed.conf/journal"
 
-# --- log lines: plain on a terminal (a pty from script(1)), "<N>" into a pipe and the journal
+# --- log lines: "<N>" only into the journal (JOURNAL_STREAM names stderr's
+# device and inode); plain on a terminal (a pty from script(1)), a file, a pipe
 command -v script >/dev/null || fail "script(1) is missing (bsdutils)"
 bad_args="--foreground --bus none --config $T/etc/missing.conf --profiles-dir $profiles"
+plain() { # FILE WHERE: one plain line, no priority prefix anywhere
+    grep -q '^Cannot read the configuration file' "$1" || { cat -A "$1"; fail "no plain line $2"; }
+    ! grep -q '<[0-9]>' "$1" || { cat -A "$1"; fail "a priority prefix $2"; }
+}
+prefixed() { # FILE WHERE
+    grep -q '^<3>Cannot read the configuration file' "$1" || { cat -A "$1"; fail "no <3> $2"; }
+}
+# shellcheck disable=SC2086
+"$placed" $bad_args 2>"$T/file.out" || true
+plain "$T/file.out" "into a file"
 # shellcheck disable=SC2086
 "$placed" $bad_args 2>&1 | cat >"$T/pipe.out" || true
-grep -q '^<3>Cannot read the configuration file' "$T/pipe.out" || { cat "$T/pipe.out"; fail "no <3> into a pipe"; }
+plain "$T/pipe.out" "into a pipe"
 script -qec "$placed $bad_args" /dev/null >"$T/pty.out" 2>&1 || true
-grep -q '^Cannot read the configuration file' "$T/pty.out" || { cat -A "$T/pty.out"; fail "no plain line on a terminal"; }
-grep -q '<[0-9]>' "$T/pty.out" && { cat -A "$T/pty.out"; fail "priority prefix on a terminal"; }
-# JOURNAL_STREAM naming stderr's device and inode: the journal, prefixes even on a pty.
+plain "$T/pty.out" "on a terminal"
+# The journal: a file (as journald's stream is a socket) named by its device and inode.
+: >"$T/journal-file.out"
+# shellcheck disable=SC2086
+JOURNAL_STREAM=$(stat -c %d:%i "$T/journal-file.out") "$placed" $bad_args 2>>"$T/journal-file.out" || true
+prefixed "$T/journal-file.out" "into the file JOURNAL_STREAM names"
+sh -c "JOURNAL_STREAM=\$(stat -L -c %d:%i /proc/self/fd/2) exec $placed $bad_args" 2>&1 |
+    cat >"$T/journal-pipe.out" || true
+prefixed "$T/journal-pipe.out" "into the pipe JOURNAL_STREAM names"
 script -qec "sh -c 'JOURNAL_STREAM=\$(stat -L -c %d:%i /proc/self/fd/2) exec $placed $bad_args'" /dev/null \
     >"$T/journal.out" 2>&1 || true
-grep -q '^<3>Cannot read the configuration file' "$T/journal.out" || { cat -A "$T/journal.out"; fail "no <3> with JOURNAL_STREAM"; }
-# A stale JOURNAL_STREAM (stderr since redirected to a terminal): plain again.
+prefixed "$T/journal.out" "on the terminal JOURNAL_STREAM names"
+# A stale JOURNAL_STREAM (stderr since redirected elsewhere): plain again.
 script -qec "env JOURNAL_STREAM=1:1 $placed $bad_args" /dev/null >"$T/stale.out" 2>&1 || true
-grep -q '^Cannot read the configuration file' "$T/stale.out" || { cat -A "$T/stale.out"; fail "stale JOURNAL_STREAM: not plain"; }
-ok "logs: plain on a terminal, <3> into a pipe and with a matching JOURNAL_STREAM, plain with a stale one"
+plain "$T/stale.out" "with a stale JOURNAL_STREAM on a terminal"
+# shellcheck disable=SC2086
+JOURNAL_STREAM=$(stat -c %d:%i "$T/journal-file.out") "$placed" $bad_args 2>"$T/stale-file.out" || true
+plain "$T/stale-file.out" "into a file JOURNAL_STREAM does not name"
+ok "logs: <3> where JOURNAL_STREAM names stderr (file, pipe, terminal); plain on a terminal, into a file or a pipe, and with a stale JOURNAL_STREAM"
 
 # --- start: READY=1, STATUS=, watchdog pings
 start_placed --dry-run
 wait_for 5 notified READY=1 || { cat "$T/placed.log"; fail "no READY=1"; }
 grep -q '^STATUS=Profile balanced (advise)' "$T/notify.log" || fail "no STATUS= with profile and mode"
 wait_for 3 notified WATCHDOG=1 || fail "no WATCHDOG=1 although WATCHDOG_USEC is set"
-grep -q '^<6>placed .* started: profile balanced' "$T/placed.log" || { cat "$T/placed.log"; fail "no start message with priority prefix"; }
-ok "started: READY=1, STATUS=, WATCHDOG=1, journal priority prefixes"
+grep -q '^placed .* started: profile balanced' "$T/placed.log" || { cat "$T/placed.log"; fail "no plain start message in the log file"; }
+ok "started: READY=1, STATUS=, WATCHDOG=1, plain lines into the log file"
 
 # --- SIGHUP reloads: RELOADING=1 with MONOTONIC_USEC, then READY=1
 printf '[daemon]\njournal_dir = %s\nprofile = latency-first\n' "$T/journal" >"$T/etc/placed.conf"

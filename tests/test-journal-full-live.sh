@@ -52,7 +52,7 @@ step_full_from_start() {
     live_placed_start balanced
     local log=$T/balanced.log
     wait_for_ms 3000 grep -q "Cannot write the undo journal in \"$T/journal\": No space left on device; placed changes nothing until it can" "$log" ||
-        fail "1. placed did not say it cannot write the journal: $(grep -v '^<7>' "$log")"
+        fail "1. placed did not say it cannot write the journal: $(grep -v '^Task ' "$log")"
     # Not placed is not on trial: no "Placing", no verdict on a placement that
     # never happened (and no back-off that would keep the pair from it
     # once the disk has room).
@@ -61,14 +61,14 @@ step_full_from_start() {
     stays "$log" 1500 pair_is "$all" "$all" || fail "1. the pair changed with no journal: $(pair_affinity)"
     ! grep -E "Placing pair group|Handing pair group|Keeping pair group" "$log" ||
         fail "1. placed logged a placement or a trial it never made"
-    placed_alive || fail "1. placed exited on a full disk: $(grep -v '^<7>' "$log")"
+    placed_alive || fail "1. placed exited on a full disk: $(grep -v '^Task ' "$log")"
     ! journal_ever_task "$pair_parent" "$pair_child" || fail "1. journaled on a full disk: $(journal_records)"
     ok "1. full disk: placed says \"$(grep -m1 -o 'Cannot write the undo journal.*' "$log")\", pair left on $all, placed running"
 
     disk_free
     wait_packed "$log"
     grep -q "The undo journal in \"$T/journal\" can be written again: recovered" "$log" ||
-        fail "2. packed, but placed did not say the journal recovered: $(grep -v '^<7>' "$log")"
+        fail "2. packed, but placed did not say the journal recovered: $(grep -v '^Task ' "$log")"
     journal_holds_pair || fail "2. packed, but the journal lacks the pair: $(journal_records)"
     ok "2. space freed: recovered, pair packed onto CPU $(cpus_allowed "$pair_parent") ${packed_ms} ms later, both journaled"
 

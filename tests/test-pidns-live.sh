@@ -50,7 +50,7 @@ if grep -q 'No wake sampler' "$T/placed.log"; then
     skip "placed has no wake sampler here: $(grep -m1 'No wake sampler' "$T/placed.log")"
 fi
 grep -q '^found ' "$T/out" || {
-    grep -v '^<7>' "$T/placed.log" | tail -n 20 >&2
+    grep -v '^Task ' "$T/placed.log" | tail -n 20 >&2
     fail "placed in a PID namespace did not find the pipe pair: $(cat "$T/out")"
 }
 grep -Eq '^comm [0-9]+ sched-pipe$' "$T/out" ||

@@ -38,7 +38,7 @@ bus_alive || fail "the private bus at '$addr' does not answer while placed runs"
 procs=$(pgrep -g "$pid" | tr '\n' ' ')
 kill -INT -- "-$pid"
 wait_for 10 sh -c "! pgrep -g $pid >/dev/null" || fail "still running 10 s after Ctrl-C: $(pgrep -g "$pid" -a)"
-grep -q '^<6>Stopping.' "$T/run.log" || fail "placed did not stop cleanly: $(cat "$T/run.log")"
+grep -q '^Stopping\.' "$T/run.log" || fail "placed did not stop cleanly: $(cat "$T/run.log")"
 # The bus daemonized itself out of the group: it must be gone all the same
 # (placectl failing says only that placed is gone; ask the bus itself).
 if wait_for 5 bus_gone; then :; else
