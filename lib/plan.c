@@ -33,19 +33,19 @@ static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(plan_slice, PlanSlice);
 
 int plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret) {
-        Plan *p = calloc(1, sizeof(Plan));
+        _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
         if (!p)
                 return -ENOMEM;
         p->groups = calloc(MAX(n_groups, 1u), sizeof(PlanGroup));
-        p->idle_max_exit_latency_us = calloc(MAX(n_cpus, 1u), sizeof(int));
-        if (!p->groups || !p->idle_max_exit_latency_us) {
-                plan_free(p);
+        if (!p->groups)
                 return -ENOMEM;
-        }
+        p->idle_max_exit_latency_us = calloc(MAX(n_cpus, 1u), sizeof(int));
+        if (!p->idle_max_exit_latency_us)
+                return -ENOMEM;
         p->n_cpus = n_cpus;
         for (unsigned i = 0; i < n_cpus; i++)
                 p->idle_max_exit_latency_us[i] = PLAN_NO_IDLE_CAP;
-        *ret = p;
+        *ret = TAKE_PTR(p);
         return 0;
 }
 

@@ -135,6 +135,8 @@ const PlanGroup *plan_find_group(const Plan *p, uint64_t id);
  */
 bool plan_equal(const Plan *a, const Plan *b);
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
+
 /* Orders plan groups by id, for qsort() and bsearch(). */
 int plan_group_cmp(const void *x, const void *y);
 

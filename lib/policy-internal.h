@@ -8,7 +8,13 @@
 #include "macro.h"
 #include "policy.h"
 
-/* One policy_decide() call's working state (see policy.c's top comment). */
+typedef struct UnitRank UnitRank; /* policy.c: a unit ranked for one group */
+
+/*
+ * One policy_decide() call's working state (see policy.c's top comment).
+ * Its arrays are allocated before the decision starts (ctx_init()), so
+ * nothing is allocated while groups are decided.
+ */
 typedef struct Ctx {
         const PolicyInput *in;
         const Topology *t;
@@ -19,6 +25,8 @@ typedef struct Ctx {
         double *bg;          /* per CPU: load not from placed groups */
         double *claim;       /* per CPU: utilisation placed here this tick */
         unsigned *homes;     /* per unit: groups anchored on it this tick */
+        UnitRank *ranks;     /* per unit: scratch of rank_units(), one group's at a time */
+        unsigned *order;     /* per group: the order groups are decided in */
         CpuSet housekeeping; /* power-first: units slices are confined to */
         bool consolidate;
         /* Rules (policy-rules.c) */
@@ -34,7 +42,8 @@ typedef struct Ctx {
 /* Return: the rule decision of group i, or NULL when it has none. */
 const GroupRule *policy_group_rule(const Ctx *c, unsigned i);
 
-/* Sets up c->latency, c->joint and c->joint_placed. Return: 0 or -ENOMEM. */
+/* Sets up c->latency, c->joint and c->joint_placed (at the start of a
+ * decision, like every allocation of one). Return: 0 or -ENOMEM. */
 int policy_rules_init(Ctx *c);
 void policy_rules_done(Ctx *c);
 

@@ -45,8 +45,10 @@ int policy_rules_init(Ctx *c) {
         else if (profile_defaults("latency-first", &c->latency) < 0)
                 c->latency = *c->profile;
         c->joint = calloc(n ? n : 1, sizeof(int));
+        if (!c->joint)
+                return -ENOMEM;
         c->joint_placed = calloc(n ? n : 1, sizeof(PlanGroup *));
-        if (!c->joint || !c->joint_placed)
+        if (!c->joint_placed)
                 return -ENOMEM;
         for (unsigned i = 0; i < n; i++)
                 c->joint[i] = (int)i;

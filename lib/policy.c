@@ -233,14 +233,14 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
 
 /* ---- meshes and fan-outs ---- */
 
-typedef struct UnitRank {
+struct UnitRank {
         unsigned unit;
         double load; /* background + claims */
         double cap;  /* allowed CPUs in the unit */
         unsigned homes;
         bool housekeeping;
         bool prev;
-} UnitRank;
+};
 
 static int rank_cmp(const void *x, const void *y, void *userdata) {
         const UnitRank *a = x, *b = y;
@@ -287,9 +287,7 @@ static unsigned rank_units(const Ctx *c, const CpuSet *allowed, const PlanGroup 
 }
 
 static int pick_cpu_consolidated(const Ctx *c, const CpuSet *allowed, double need, int prefer) {
-        _cleanup_free_ UnitRank *r = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
-        if (!r)
-                return -1;
+        UnitRank *r = c->ranks;
         unsigned n = rank_units(c, allowed, NULL, SPREAD_PLACEMENT_PACK, r);
         /* A pair that fills a CPU alone still gets one; smaller ones share with headroom. */
         double cap = MAX(headroom(c), need);
@@ -390,11 +388,7 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
                         need = MAX(need, MIN((double)workers, ceil(demand)) + 1);
         }
 
-        UnitRank *r = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
-        if (!r) {
-                plan_group_set_reason(pg, "%s: out of memory", cls);
-                return plan_group_leave(pg);
-        }
+        UnitRank *r = c->ranks;
         unsigned n = rank_units(c, allowed, prev, mode, r);
         CpuSet mask;
         bool ok = take_units(c, r, n, need, pg->widen, pack, &mask) > 0;
@@ -409,7 +403,6 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
                         mask = prev->cpus;
         }
         int home = ok && n > 0 ? (int)r[0].unit : -1;
-        free(r);
         if (!ok || cpuset_equal(&mask, allowed)) {
                 plan_group_set_reason(
                         pg,
@@ -718,25 +711,52 @@ static void ctx_done(Ctx *c) {
         free(c->bg);
         free(c->claim);
         free(c->homes);
+        free(c->ranks);
+        free(c->order);
+}
+
+/*
+ * Everything a decision works in, allocated before it starts, sized by the
+ * input (CPUs, units, groups): deciding allocates nothing, so a plan never
+ * depends on the allocator. Return: 0, or -ENOMEM (ctx_done() frees what
+ * was allocated).
+ */
+static int ctx_init(Ctx *c, const PolicyInput *in) {
+        const Topology *t = in->topo;
+
+        *c = (Ctx){ .in = in, .t = t, .p = in->profile, .profile = in->profile };
+        c->core_level = t->n_llcs <= 1;
+        c->units = c->core_level ? t->cores : t->llcs;
+        c->n_units = c->core_level ? t->n_cores : t->n_llcs;
+        c->bg = calloc(MAX(t->n_cpus, 1u), sizeof(double));
+        if (!c->bg)
+                return -ENOMEM;
+        c->claim = calloc(MAX(t->n_cpus, 1u), sizeof(double));
+        if (!c->claim)
+                return -ENOMEM;
+        c->homes = calloc(MAX(c->n_units, 1u), sizeof(unsigned));
+        if (!c->homes)
+                return -ENOMEM;
+        c->ranks = calloc(MAX(c->n_units, 1u), sizeof(UnitRank));
+        if (!c->ranks)
+                return -ENOMEM;
+        c->order = calloc(MAX(in->n_groups, 1u), sizeof(unsigned));
+        if (!c->order)
+                return -ENOMEM;
+        return policy_rules_init(c);
 }
 
 int policy_decide(const PolicyInput *in, Plan **ret) {
         if (!in || !in->topo || !in->profile || !ret || (in->n_groups && !in->groups))
                 return -EINVAL;
-        const Topology *t = in->topo;
-        Ctx c = { .in = in, .t = t, .p = in->profile, .profile = in->profile };
-        c.core_level = t->n_llcs <= 1;
-        c.units = c.core_level ? t->cores : t->llcs;
-        c.n_units = c.core_level ? t->n_cores : t->n_llcs;
-        c.bg = calloc(MAX(t->n_cpus, 1u), sizeof(double));
-        c.claim = calloc(MAX(t->n_cpus, 1u), sizeof(double));
-        c.homes = calloc(MAX(c.n_units, 1u), sizeof(unsigned));
-        _cleanup_free_ unsigned *order = calloc(MAX(in->n_groups, 1u), sizeof(unsigned));
+        Ctx c;
         Plan *plan = NULL;
-        if (!c.bg || !c.claim || !c.homes || !order || policy_rules_init(&c) < 0 ||
-            plan_new(in->n_groups, t->n_cpus, &plan) < 0) {
+        int r = ctx_init(&c, in);
+        if (r >= 0)
+                r = plan_new(in->n_groups, in->topo->n_cpus, &plan);
+        if (r < 0) {
                 ctx_done(&c);
-                return -ENOMEM;
+                return r;
         }
         plan->now_ns = in->now_ns;
         snprintf(plan->profile, sizeof(plan->profile), "%s", in->profile->name);
@@ -744,10 +764,10 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         compute_background(&c);
         choose_housekeeping(&c);
         for (unsigned i = 0; i < in->n_groups; i++)
-                order[i] = i;
-        qsort_r(order, in->n_groups, sizeof(unsigned), order_cmp, (void *)in->groups);
+                c.order[i] = i;
+        qsort_r(c.order, in->n_groups, sizeof(unsigned), order_cmp, (void *)in->groups);
         for (unsigned k = 0; k < in->n_groups; k++) {
-                unsigned i = order[k];
+                unsigned i = c.order[k];
                 decide_group(&c, i, in->group_limits ? &in->group_limits[i] : NULL,
                              &plan->groups[plan->n_groups++]);
         }

@@ -128,6 +128,10 @@ typedef struct PolicyInput {
  * gives the same plan, and an unchanged input on the next tick gives an
  * identical plan (plan_equal()).
  *
+ * Its memory is taken before the first group is decided, sized by the
+ * input, so an allocation that fails never shows in a plan (as a group
+ * left alone, say): it is -ENOMEM, whatever allocation it was.
+ *
  * Return: 0 and *ret (free with plan_free()); -EINVAL for a missing
  * topology or profile; -ENOMEM. *ret untouched on failure.
  */

@@ -1360,6 +1360,109 @@ static void test_rule_json(void **state) {
         scenario_done(&s);
 }
 
+/* ---- out of memory ---- */
+
+/*
+ * This test is linked with -Wl,--wrap=calloc (the Makefile's
+ * TEST_LDFLAGS_test-policy): every calloc() of the library and of this
+ * file comes here. Armed, it counts the calls and fails the fail_at-th.
+ */
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+static struct {
+        bool armed;
+        unsigned calls;
+        unsigned fail_at; /* 1-based; 0: none fails */
+} alloc;
+
+void *__wrap_calloc(size_t n, size_t size) {
+        if (alloc.armed && ++alloc.calls == alloc.fail_at) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return __real_calloc(n, size);
+}
+
+/* policy_decide() with the fail_at-th allocation failing. Return: its result; *ret_calls. */
+static int decide_failing(const PolicyInput *in, unsigned fail_at, Plan **ret,
+                          unsigned *ret_calls) {
+        alloc.armed = true;
+        alloc.calls = 0;
+        alloc.fail_at = fail_at;
+        int r = policy_decide(in, ret);
+        alloc.armed = false;
+        *ret_calls = alloc.calls;
+        return r;
+}
+
+/* Groups of every kind, rules of every kind, on the EPYC: every path of a decision. */
+static void add_everything(Scenario *s, GroupRule *rules) {
+        Group *first = NULL;
+        for (unsigned i = 0; i < 8; i++) {
+                CpuSet ran = set_of(i % 2 ? "8,9" : "16,40");
+                Group *g = add_group(s, i % 4 == 3 ? GROUP_FANOUT
+                                        : i % 2    ? GROUP_MESH
+                                                   : GROUP_PAIR,
+                                     2, i % 4 == 3 ? 6.0 : 0.4 + 0.1 * i, &ran);
+                g->handoff_rate = 1000 * (i + 1);
+                first = first ? first : g;
+        }
+        rules[0] = rule("client", RULE_ACTION_PACK_WITH, "server", &s->groups[1]);
+        rules[1] = rule("server", RULE_ACTION_PACK_WITH, "client", first);
+        rules[2] = rule("rt", RULE_ACTION_LATENCY_CRITICAL, NULL, NULL);
+        rules[3] = rule("quiet", RULE_ACTION_IGNORE, NULL, NULL);
+        rules[4] = rule("apart", RULE_ACTION_NEVER_PACK, NULL, NULL);
+}
+
+/*
+ * A decision allocates only before it starts (as many times for 8 groups
+ * as for 48), and any allocation that fails makes policy_decide() return
+ * -ENOMEM with *ret untouched, never a plan that shows it.
+ */
+static void test_out_of_memory(void **state) {
+        static GroupRule rules[MAX_GROUPS];
+        const char *profiles[] = { "power-first", "balanced" };
+        Profile latency = profile("latency-first");
+        Scenario s;
+
+        for (size_t k = 0; k < ELEMENTSOF(profiles); k++) {
+                Profile p = profile(profiles[k]);
+                scenario_init(&s, "topo-epyc2s", 0.05); /* power-first consolidates */
+                add_everything(&s, rules);
+                PolicyInput in = input(&s, &p, NULL, SEC_NS);
+                in.rules = rules;
+                in.latency_profile = &latency;
+
+                Plan *want = NULL;
+                unsigned n = 0, calls;
+                assert_int_equal(decide_failing(&in, 0, &want, &n), 0);
+                assert_true(n > 0);
+                Plan *again = decide(&s, &p, NULL, SEC_NS);
+                plan_free(again);
+                for (unsigned fail_at = 1; fail_at <= n; fail_at++) {
+                        Plan *untouched = (Plan *)&s, *plan = untouched;
+                        assert_int_equal(decide_failing(&in, fail_at, &plan, &calls), -ENOMEM);
+                        assert_ptr_equal(plan, untouched);
+                        assert_int_equal(calls, fail_at); /* it stopped at the failure */
+                }
+                /* The same calls for six times the groups, and a previous plan. */
+                Plan *prev = want;
+                for (unsigned i = 0; i < 5; i++)
+                        add_everything(&s, rules + s.n_groups);
+                in = input(&s, &p, prev, 2 * SEC_NS);
+                in.rules = rules;
+                in.latency_profile = &latency;
+                Plan *more = NULL;
+                assert_int_equal(decide_failing(&in, 0, &more, &calls), 0);
+                assert_int_equal(calls, n);
+                assert_int_equal(more->n_groups, s.n_groups);
+                plan_free(more);
+                plan_free(prev);
+                scenario_done(&s);
+        }
+}
+
 static void test_bad_input(void **state) {
         Plan *plan = NULL;
         PolicyInput in = { 0 };
@@ -1396,6 +1499,7 @@ int main(void) {
                 cmocka_unit_test(test_rule_latency_critical),
                 cmocka_unit_test(test_rule_pack_with),
                 cmocka_unit_test(test_rule_json),
+                cmocka_unit_test(test_out_of_memory),
                 cmocka_unit_test(test_bad_input),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
