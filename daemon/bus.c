@@ -162,8 +162,9 @@ static int set_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_er
         Manager *m = userdata;
         const char *name;
         int r = sd_bus_message_rewind(msg, 1);
-        if (r >= 0)
-                r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
 
@@ -238,28 +239,35 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
                 return -ENOMEM;
 
         r = sd_bus_message_open_container(reply, 'r', PLACED_GROUP_FIELDS);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "ts", g->id, group_class_to_string(g->class));
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "u");
-        for (unsigned i = 0; r >= 0 && i < g->n_tasks; i++)
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "ts", g->id, group_class_to_string(g->class));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "u");
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < g->n_tasks; i++) {
                 r = sd_bus_message_append(reply, "u", (uint32_t)g->tasks[i].tid);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "dtdss", g->util, g->runq_delay_us, g->wake_rate,
-                                          cpus, ran_on);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, PLACED_TRIAL, trial_verdict_to_string(t.verdict),
-                                          t.before_rate, t.after_rate, t.before_delay_us,
-                                          t.after_delay_us);
-        if (r >= 0)
-                r = sd_bus_message_append(
-                        reply, PLACED_RULE, pg ? pg->rule : "",
-                        rule_action_to_string(pg ? pg->rule_action : RULE_ACTION_NONE));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "dtdss", g->util, g->runq_delay_us, g->wake_rate, cpus,
+                                  ran_on);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, PLACED_TRIAL, trial_verdict_to_string(t.verdict),
+                                  t.before_rate, t.after_rate, t.before_delay_us, t.after_delay_us);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, PLACED_RULE, pg ? pg->rule : "",
+                                  rule_action_to_string(pg ? pg->rule_action : RULE_ACTION_NONE));
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -267,15 +275,20 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', PLACED_GROUP);
-        for (unsigned i = 0; r >= 0 && i < m->n_groups; i++)
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', PLACED_GROUP);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < m->n_groups; i++) {
                 r = bus_append_group(reply, m, &m->groups[i]);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -314,38 +327,51 @@ static const char *bus_group_class(const Manager *m, uint64_t id) {
 static int bus_append_graph_tasks(sd_bus_message *reply, const Manager *m, const WakeGraph *g) {
         _cleanup_free_ TaskId *ids = NULL;
         size_t n = 0;
+        int r;
 
-        int r = g ? wake_graph_get_tasks(g, &ids, &n) : 0;
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', PLACED_GRAPH_TASK);
-        for (size_t i = 0; r >= 0 && i < n; i++) {
+        if (g) {
+                r = wake_graph_get_tasks(g, &ids, &n);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_open_container(reply, 'a', PLACED_GRAPH_TASK);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
                 WakeGraphTask t;
                 if (wake_graph_get_task(g, ids[i].tid, 0, &t) <= 0)
                         continue;
                 r = sd_bus_message_append(reply, PLACED_GRAPH_TASK, (uint32_t)t.id.tid,
                                           (uint32_t)t.tgid, t.comm, bus_group_class(m, t.group_id),
                                           t.out_rate, t.group_id);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r;
+        return sd_bus_message_close_container(reply);
 }
 
 /* The a(uudb) edges of WakeGraph(). */
 static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
         _cleanup_free_ WakeGraphEdge *edges = NULL;
         size_t n = 0;
+        int r;
 
-        int r = g ? wake_graph_get_edges(g, &edges, &n) : 0;
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', PLACED_GRAPH_EDGE);
-        for (size_t i = 0; r >= 0 && i < n; i++)
+        if (g) {
+                r = wake_graph_get_edges(g, &edges, &n);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_open_container(reply, 'a', PLACED_GRAPH_EDGE);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
                 r = sd_bus_message_append(reply, PLACED_GRAPH_EDGE, (uint32_t)edges[i].waker,
                                           (uint32_t)edges[i].wakee, edges[i].rate,
                                           (int)edges[i].strong);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
 }
 
 static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -354,13 +380,15 @@ static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = bus_append_graph_tasks(reply, m, g);
-        if (r >= 0)
-                r = bus_append_graph_edges(reply, g);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        return r;
+        if (r < 0)
+                return r;
+        r = bus_append_graph_tasks(reply, m, g);
+        if (r < 0)
+                return r;
+        r = bus_append_graph_edges(reply, g);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -378,20 +406,26 @@ static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 /* One (udddua(sdt)) element of CpuStats(); see the top of the file. */
 static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const IdleCpu *ic) {
         int r = sd_bus_message_open_container(reply, 'r', PLACED_CPU_FIELDS);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "udddu", (uint32_t)st->cpu, st->busy_frac,
-                                          st->wakeups_per_sec, st->deepest_idle_share,
-                                          (uint32_t)st->n_states);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', PLACED_IDLE_STATE);
-        for (unsigned s = 0; r >= 0 && ic && s < st->n_states && s < ic->n_states; s++)
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "udddu", (uint32_t)st->cpu, st->busy_frac,
+                                  st->wakeups_per_sec, st->deepest_idle_share,
+                                  (uint32_t)st->n_states);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', PLACED_IDLE_STATE);
+        if (r < 0)
+                return r;
+        for (unsigned s = 0; ic && s < st->n_states && s < ic->n_states; s++) {
                 r = sd_bus_message_append(reply, PLACED_IDLE_STATE, ic->states[s].name,
                                           st->state_frac[s], ic->states[s].exit_latency_us);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -402,19 +436,24 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         const IdleCpuStats *stats = manager_cpu_stats(m, &s, &n);
 
         int r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', PLACED_CPU);
-        for (unsigned i = 0; r >= 0 && i < n; i++) {
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', PLACED_CPU);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < n; i++) {
                 /* Stats are indexed by CPU; no sampler: no cpuidle states. */
                 const IdleCpu *ic = s ? idle_sampler_cpu(s, i) : NULL;
-                if (stats[i].valid && (ic || !s)) /* offline, or before the second tick */
-                        r = bus_append_cpu(reply, &stats[i], ic);
+                if (!stats[i].valid || (s && !ic)) /* offline, or before the second tick */
+                        continue;
+                r = bus_append_cpu(reply, &stats[i], ic);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -453,8 +492,9 @@ static int hold_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_e
         const char *profile, *reason, *sender = sd_bus_message_get_sender(msg);
         uint32_t cookie;
         int r = sd_bus_message_rewind(msg, 1);
-        if (r >= 0)
-                r = sd_bus_message_read(msg, "ss", &profile, &reason);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "ss", &profile, &reason);
         if (r < 0)
                 return r;
 
@@ -493,8 +533,9 @@ static int release_profile_authorized(sd_bus_message *msg, void *userdata, sd_bu
         Manager *m = userdata;
         uint32_t cookie;
         int r = sd_bus_message_rewind(msg, 1);
-        if (r >= 0)
-                r = sd_bus_message_read(msg, "u", &cookie);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "u", &cookie);
         if (r < 0)
                 return r;
 
@@ -557,11 +598,14 @@ static int property_get_profiles(sd_bus *bus, const char *path, const char *inte
                                  sd_bus_error *error) {
         Manager *m = userdata;
         int r = sd_bus_message_open_container(reply, 'a', "s");
-        for (unsigned i = 0; r >= 0 && i < m->config.n_profiles; i++)
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < m->config.n_profiles; i++) {
                 r = sd_bus_message_append(reply, "s", m->config.profiles[i].name);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
 }
 
 static int property_get_mode(sd_bus *bus, const char *path, const char *interface,
@@ -589,12 +633,15 @@ static int property_get_holds(sd_bus *bus, const char *path, const char *interfa
                               sd_bus_error *error) {
         Manager *m = userdata;
         int r = sd_bus_message_open_container(reply, 'a', PLACED_HOLD);
-        for (unsigned i = 0; r >= 0 && i < m->n_holds; i++)
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < m->n_holds; i++) {
                 r = sd_bus_message_append(reply, PLACED_HOLD, m->holds[i].cookie,
                                           m->holds[i].profile, m->holds[i].reason);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
 }
 
 static int property_get_groups(sd_bus *bus, const char *path, const char *interface,

@@ -328,16 +328,20 @@ static int manager_setup_loop(Manager *m) {
                 return log_error_errno(r, "Failed to create the event loop: %m");
 
         r = loop_add_timer(m->loop, (uint64_t)m->interval_ms * USEC_PER_MSEC, manager_on_tick, m);
-        if (r >= 0)
-                r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
-        if (r >= 0)
-                r = loop_add_signal(m->loop, SIGINT, manager_on_stop, m);
-        if (r >= 0)
-                r = loop_add_signal(m->loop, SIGHUP, manager_on_reload, m);
-        if (r >= 0)
-                r = loop_enable_watchdog(m->loop);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up the event loop: %m");
+                return log_error_errno(r, "Failed to set up the tick: %m");
+        r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGTERM: %m");
+        r = loop_add_signal(m->loop, SIGINT, manager_on_stop, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGINT: %m");
+        r = loop_add_signal(m->loop, SIGHUP, manager_on_reload, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGHUP: %m");
+        r = loop_enable_watchdog(m->loop);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the watchdog: %m");
         return 0;
 }
 

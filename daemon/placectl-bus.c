@@ -83,13 +83,16 @@ int pctl_call(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const
 
         int r = sd_bus_message_new_method_call(bus, &msg, PLACED_BUS_NAME, PLACED_BUS_PATH,
                                                PLACED_BUS_INTERFACE, method);
-        if (r >= 0 && types) {
+        if (r < 0)
+                return report_error(&error, r, method);
+        if (types) {
                 va_start(ap, types);
                 r = sd_bus_message_appendv(msg, types, ap);
                 va_end(ap);
+                if (r < 0)
+                        return report_error(&error, r, method);
         }
-        if (r >= 0)
-                r = sd_bus_call(bus, msg, 0, &error, &reply);
+        r = sd_bus_call(bus, msg, 0, &error, &reply);
         if (r < 0)
                 return report_error(&error, r, method);
         if (ret_reply)
@@ -108,11 +111,13 @@ int pctl_parse_error(int r) {
 static int read_strings(sd_bus_message *reply, json_object *v) {
         const char *s;
         int r = sd_bus_message_enter_container(reply, 'a', "s");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "s", &s)) > 0)
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "s", &s)) > 0)
                 json_object_array_add(v, json_object_new_string(s));
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        return r;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
 /* The Follow property: {state, daemon, profile}. */
@@ -133,17 +138,18 @@ static int read_holds(sd_bus_message *reply, json_object *v) {
         const char *profile, *reason;
         uint32_t cookie;
         int r = sd_bus_message_enter_container(reply, 'a', PLACED_HOLD);
-        while (r >= 0 &&
-               (r = sd_bus_message_read(reply, PLACED_HOLD, &cookie, &profile, &reason)) > 0) {
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, PLACED_HOLD, &cookie, &profile, &reason)) > 0) {
                 json_object *h = json_object_new_object();
                 json_object_object_add(h, "cookie", json_object_new_int64(cookie));
                 json_object_object_add(h, "profile", json_object_new_string(profile));
                 json_object_object_add(h, "reason", json_object_new_string(reason));
                 json_object_array_add(v, h);
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        return r;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
 /* Reads a basic value of type contents ("s", "t", "d", "u") into *ret. Return: >= 0 or -errno. */
@@ -179,8 +185,9 @@ static int status_read_value(sd_bus_message *reply, const char *key, json_object
         const char *contents;
         char type;
         int r = sd_bus_message_peek_type(reply, &type, &contents);
-        if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'v', contents);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'v', contents);
         if (r < 0)
                 return r;
 
@@ -216,12 +223,18 @@ int pctl_fetch_status(sd_bus *bus, json_object **ret) {
 
         _cleanup_(json_object_putp) json_object *status = json_object_new_object();
         r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+        if (r < 0)
+                return pctl_parse_error(r);
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
                 r = sd_bus_message_read(reply, "s", &key);
-                if (r >= 0)
-                        r = status_read_value(reply, key, status);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return pctl_parse_error(r);
+                r = status_read_value(reply, key, status);
+                if (r < 0)
+                        return pctl_parse_error(r);
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return pctl_parse_error(r);
         }
         if (r < 0)
                 return pctl_parse_error(r);
@@ -253,11 +266,13 @@ static int read_trial(sd_bus_message *reply, json_object *g) {
 static int read_tids(sd_bus_message *reply, json_object *tids) {
         uint32_t tid;
         int r = sd_bus_message_enter_container(reply, 'a', "u");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "u", &tid)) > 0)
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "u", &tid)) > 0)
                 json_object_array_add(tids, json_object_new_int64(tid));
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        return r;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
 /* Reads one group into a JSON object. Return: >0 read, 0 at the end, <0 error. */
@@ -278,22 +293,25 @@ static int read_group(sd_bus_message *reply, json_object **ret) {
         json_object_object_add(g, "class", json_object_new_string(class));
         json_object_object_add(g, "tids", tids);
         r = read_tids(reply, tids);
-        if (r >= 0)
-                r = sd_bus_message_read(reply, "dtdss", &util, &runq_delay_us, &wake_rate, &cpus,
-                                        &ran_on);
-        if (r >= 0)
-                r = read_trial(reply, g);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "dtdss", &util, &runq_delay_us, &wake_rate, &cpus, &ran_on);
+        if (r < 0)
+                return r;
+        r = read_trial(reply, g);
+        if (r < 0)
+                return r;
         const char *rule = "", *rule_action = "none";
-        if (r >= 0)
-                r = sd_bus_message_read(reply, PLACED_RULE, &rule, &rule_action);
-        if (r >= 0 && rule[0]) { /* the rule that decided, when one did */
+        r = sd_bus_message_read(reply, PLACED_RULE, &rule, &rule_action);
+        if (r < 0)
+                return r;
+        if (rule[0]) { /* the rule that decided, when one did */
                 json_object *ro = json_object_new_object();
                 json_object_object_add(ro, "name", json_object_new_string(rule));
                 json_object_object_add(ro, "action", json_object_new_string(rule_action));
                 json_object_object_add(g, "rule", ro);
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
+        r = sd_bus_message_exit_container(reply);
         if (r < 0)
                 return r;
         json_object_object_add(g, "util", json_object_new_double(util));
@@ -320,7 +338,9 @@ static int fetch_array(sd_bus *bus, const char *method, const char *element,
                 return r;
         _cleanup_(json_object_putp) json_object *array = json_object_new_array();
         r = sd_bus_message_enter_container(reply, 'a', element);
-        while (r >= 0 && (r = read_one(reply, &item)) > 0)
+        if (r < 0)
+                return pctl_parse_error(r);
+        while ((r = read_one(reply, &item)) > 0)
                 json_object_array_add(array, item);
         if (r < 0)
                 return pctl_parse_error(r);
@@ -340,8 +360,10 @@ static int read_idle_states(sd_bus_message *reply, json_object *states) {
         double residency;
         uint64_t exit_latency_us;
         int r = sd_bus_message_enter_container(reply, 'a', PLACED_IDLE_STATE);
-        while (r >= 0 && (r = sd_bus_message_read(reply, PLACED_IDLE_STATE, &name, &residency,
-                                                  &exit_latency_us)) > 0) {
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, PLACED_IDLE_STATE, &name, &residency,
+                                        &exit_latency_us)) > 0) {
                 json_object *s = json_object_new_object();
                 json_object_object_add(s, "name", json_object_new_string(name));
                 json_object_object_add(s, "residency", json_object_new_double(residency));
@@ -349,9 +371,9 @@ static int read_idle_states(sd_bus_message *reply, json_object *states) {
                                        json_object_new_uint64(exit_latency_us));
                 json_object_array_add(states, s);
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        return r;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
 /* Reads one CPU. Return: >0 read, 0 at the end, <0 error. */
@@ -373,8 +395,9 @@ static int read_cpu(sd_bus_message *reply, json_object **ret) {
         json_object_object_add(c, "deepest_idle_share", json_object_new_double(deepest));
         json_object_object_add(c, "states", states);
         r = read_idle_states(reply, states);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(reply);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(c);
@@ -394,8 +417,10 @@ static int read_graph_tasks(sd_bus_message *reply, json_object *tasks) {
         double rate;
         uint64_t group;
         int r = sd_bus_message_enter_container(reply, 'a', PLACED_GRAPH_TASK);
-        while (r >= 0 && (r = sd_bus_message_read(reply, PLACED_GRAPH_TASK, &tid, &tgid, &comm,
-                                                  &class, &rate, &group)) > 0) {
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, PLACED_GRAPH_TASK, &tid, &tgid, &comm, &class, &rate,
+                                        &group)) > 0) {
                 json_object *t = json_object_new_object();
                 json_object_object_add(t, "tid", json_object_new_int64(tid));
                 json_object_object_add(t, "tgid", json_object_new_int64(tgid));
@@ -405,9 +430,9 @@ static int read_graph_tasks(sd_bus_message *reply, json_object *tasks) {
                 json_object_object_add(t, "group", json_object_new_uint64(group));
                 json_object_array_add(tasks, t);
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        return r;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
 /* Reads the graph's edges into a JSON array. Return: >= 0 or negative errno. */
@@ -416,8 +441,10 @@ static int read_graph_edges(sd_bus_message *reply, json_object *edges) {
         double rate;
         int strong;
         int r = sd_bus_message_enter_container(reply, 'a', PLACED_GRAPH_EDGE);
-        while (r >= 0 && (r = sd_bus_message_read(reply, PLACED_GRAPH_EDGE, &waker, &wakee, &rate,
-                                                  &strong)) > 0) {
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, PLACED_GRAPH_EDGE, &waker, &wakee, &rate, &strong)) >
+               0) {
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "waker", json_object_new_int64(waker));
                 json_object_object_add(e, "wakee", json_object_new_int64(wakee));
@@ -425,9 +452,9 @@ static int read_graph_edges(sd_bus_message *reply, json_object *edges) {
                 json_object_object_add(e, "strong", json_object_new_boolean(strong));
                 json_object_array_add(edges, e);
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        return r;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
 int pctl_fetch_graph(sd_bus *bus, json_object **ret) {
@@ -441,8 +468,9 @@ int pctl_fetch_graph(sd_bus *bus, json_object **ret) {
         json_object_object_add(graph, "tasks", tasks);
         json_object_object_add(graph, "edges", edges);
         r = read_graph_tasks(reply, tasks);
-        if (r >= 0)
-                r = read_graph_edges(reply, edges);
+        if (r < 0)
+                return pctl_parse_error(r);
+        r = read_graph_edges(reply, edges);
         if (r < 0)
                 return pctl_parse_error(r);
         *ret = TAKE_PTR(graph);

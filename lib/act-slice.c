@@ -81,22 +81,31 @@ static int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet 
 
         r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER,
                                            "SetUnitProperties");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "sb", unit, 1);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "AllowedCPUs");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "ay");
-        if (r >= 0)
-                r = sd_bus_message_append_array(m, 'y', bytes, n);
-        for (int i = 0; r >= 0 && i < 3; i++)
-                r = sd_bus_message_close_container(m);
         if (r < 0)
                 return r;
+        r = sd_bus_message_append(m, "sb", unit, 1); /* runtime only */
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", "AllowedCPUs");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', "ay");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_array(m, 'y', bytes, n);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < 3; i++) { /* the variant, the struct, the array */
+                r = sd_bus_message_close_container(m);
+                if (r < 0)
+                        return r;
+        }
         return sd_bus_call(bus, m, 0, &error, NULL);
 }
 
@@ -124,10 +133,12 @@ static int systemd_apply(sd_bus *bus, Journal *j, const char *unit, const CpuSet
                 return 1;
 
         r = slice_format(&now, set, &original);
-        if (r >= 0)
-                r = cpuset_to_string(cpus, &wanted);
-        if (r >= 0)
-                r = journal_record_change(j, ACT_SLICE_JOURNAL_KIND, unit, original, wanted);
+        if (r < 0)
+                return r;
+        r = cpuset_to_string(cpus, &wanted);
+        if (r < 0)
+                return r;
+        r = journal_record_change(j, ACT_SLICE_JOURNAL_KIND, unit, original, wanted);
         if (r < 0)
                 return r;
         r = systemd_set_allowed_cpus(bus, unit, cpus);

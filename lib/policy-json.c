@@ -236,7 +236,7 @@ static int plan_from_object(json_object *o, Plan **ret) {
             n_cpus > CPUSET_MAX_CPUS)
                 return -EINVAL;
         size_t n = json_object_array_length(groups);
-        Plan *p = NULL;
+        _cleanup_(plan_freep) Plan *p = NULL;
         int r = plan_new((unsigned)n, (unsigned)n_cpus, &p);
         if (r < 0)
                 return r;
@@ -245,27 +245,29 @@ static int plan_from_object(json_object *o, Plan **ret) {
         get_string(o, "profile", p->profile, sizeof(p->profile));
         get_string(o, "slice_reason", p->slice_reason, sizeof(p->slice_reason));
         get_string(o, "idle_reason", p->idle_reason, sizeof(p->idle_reason));
-        for (size_t i = 0; i < n && r >= 0; i++)
+        for (size_t i = 0; i < n; i++) {
                 r = plan_group_from_json(json_object_array_get_idx(groups, i),
                                          &p->groups[p->n_groups++]);
-        for (int s = 0; s < _PLAN_SLICE_MAX && r >= 0; s++)
-                if (json_object_object_get_ex(slices, plan_slice_to_string(s), &v))
-                        r = get_cpuset(slices, plan_slice_to_string(s), &p->slice_cpus[s]);
-        for (size_t i = 0; i < json_object_array_length(idle) && r >= 0; i++) {
+                if (r < 0)
+                        return r;
+        }
+        for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
+                if (!json_object_object_get_ex(slices, plan_slice_to_string(s), &v))
+                        continue;
+                r = get_cpuset(slices, plan_slice_to_string(s), &p->slice_cpus[s]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < json_object_array_length(idle); i++) {
                 json_object *e = json_object_array_get_idx(idle, i);
                 uint64_t cpu, lat;
                 if (get_u64(e, "cpu", &cpu) < 0 || get_u64(e, "max_exit_latency_us", &lat) < 0 ||
                     cpu >= p->n_cpus || lat > INT32_MAX)
-                        r = -EINVAL;
-                else
-                        p->idle_max_exit_latency_us[cpu] = (int)lat;
-        }
-        if (r < 0) {
-                plan_free(p);
-                return r;
+                        return -EINVAL;
+                p->idle_max_exit_latency_us[cpu] = (int)lat;
         }
         qsort(p->groups, p->n_groups, sizeof(PlanGroup), plan_group_cmp);
-        *ret = p;
+        *ret = TAKE_PTR(p);
         return 0;
 }
 

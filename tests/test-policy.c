@@ -1401,9 +1401,10 @@ static void add_everything(Scenario *s, GroupRule *rules) {
         Group *first = NULL;
         for (unsigned i = 0; i < 8; i++) {
                 CpuSet ran = set_of(i % 2 ? "8,9" : "16,40");
-                Group *g = add_group(s, i % 4 == 3 ? GROUP_FANOUT
-                                        : i % 2    ? GROUP_MESH
-                                                   : GROUP_PAIR,
+                Group *g = add_group(s,
+                                     i % 4 == 3 ? GROUP_FANOUT
+                                     : i % 2    ? GROUP_MESH
+                                                : GROUP_PAIR,
                                      2, i % 4 == 3 ? 6.0 : 0.4 + 0.1 * i, &ran);
                 g->handoff_rate = 1000 * (i + 1);
                 first = first ? first : g;
