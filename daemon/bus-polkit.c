@@ -41,7 +41,7 @@ typedef struct BusPolkitQuery {
 } BusPolkitQuery;
 
 static void bus_polkit_query_free(void *userdata) {
-        BusPolkitQuery *q = userdata;
+        BusPolkitQuery *q = ASSERT_PTR(userdata);
         sd_bus_message_unref(q->msg);
         free(q);
 }
@@ -85,7 +85,7 @@ static int bus_polkit_verdict(sd_bus_message *reply, const BusPolkitQuery *q, sd
 
 /* polkit answered (or the call timed out): run the method or deny it, and reply. */
 static int bus_polkit_on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        BusPolkitQuery *q = userdata;
+        BusPolkitQuery *q = ASSERT_PTR(userdata);
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         int r = bus_polkit_verdict(reply, q, &error);

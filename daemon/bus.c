@@ -159,7 +159,7 @@ static int bus_error_unknown_profile(Manager *m, const char *name, sd_bus_error 
 }
 
 static int set_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         const char *name;
         int r = sd_bus_message_rewind(msg, 1);
         if (r < 0)
@@ -179,7 +179,7 @@ static int set_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_er
 }
 
 static int reset_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         (void)manager_reset_profile(m);
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -199,7 +199,7 @@ static int method_set_profile(sd_bus_message *msg, void *userdata, sd_bus_error 
 }
 
 static int reload_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         _cleanup_free_ char *err = NULL;
         int r = manager_reload(m, &err);
         if (r < 0)
@@ -214,7 +214,7 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 }
 
 static int restore_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         log_notice("Restore requested by %s.", sd_bus_message_get_sender(msg));
         int r = manager_restore(m);
         if (r < 0)
@@ -271,7 +271,7 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
 }
 
 static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         int r = sd_bus_message_new_method_return(msg, &reply);
@@ -292,7 +292,7 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
 }
 
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         _cleanup_free_ char *text = NULL;
         uint32_t tid;
 
@@ -375,7 +375,7 @@ static int bus_append_graph_edges(sd_bus_message *reply, const WakeGraph *g) {
 }
 
 static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         const WakeGraph *g = manager_graph(m);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
@@ -392,7 +392,7 @@ static int method_wake_graph(sd_bus_message *msg, void *userdata, sd_bus_error *
 }
 
 static int method_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         _cleanup_free_ char *json = NULL;
 
         if (!m->pipeline || !m->profile)
@@ -429,7 +429,7 @@ static int bus_append_cpu(sd_bus_message *reply, const IdleCpuStats *st, const I
 }
 
 static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         const IdleSampler *s = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         unsigned n = 0;
@@ -457,7 +457,7 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
 }
 
 static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         _cleanup_free_ char *text = NULL;
         const char *name;
         size_t len;
@@ -488,7 +488,7 @@ static unsigned bus_count_holds(const Manager *m, const char *owner) {
 }
 
 static int hold_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         const char *profile, *reason, *sender = sd_bus_message_get_sender(msg);
         uint32_t cookie;
         int r = sd_bus_message_rewind(msg, 1);
@@ -530,7 +530,7 @@ static int method_hold_profile(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 static int release_profile_authorized(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         uint32_t cookie;
         int r = sd_bus_message_rewind(msg, 1);
         if (r < 0)
@@ -565,14 +565,14 @@ static int method_release_profile(sd_bus_message *msg, void *userdata, sd_bus_er
 static int property_get_active_profile(sd_bus *bus, const char *path, const char *interface,
                                        const char *property, sd_bus_message *reply, void *userdata,
                                        sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "s", m->profile ? m->profile->name : "");
 }
 
 static int property_get_profile_source(sd_bus *bus, const char *path, const char *interface,
                                        const char *property, sd_bus_message *reply, void *userdata,
                                        sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "s",
                                      strna(profile_source_to_string(m->profile_source)));
 }
@@ -580,14 +580,14 @@ static int property_get_profile_source(sd_bus *bus, const char *path, const char
 static int property_get_profile_reason(sd_bus *bus, const char *path, const char *interface,
                                        const char *property, sd_bus_message *reply, void *userdata,
                                        sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "s", m->profile_reason);
 }
 
 static int property_get_follow(sd_bus *bus, const char *path, const char *interface,
                                const char *property, sd_bus_message *reply, void *userdata,
                                sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, PLACED_FOLLOW,
                                      strna(follow_state_to_string(m->followed.state)),
                                      m->followed.daemon, m->followed.ppd_profile);
@@ -596,7 +596,7 @@ static int property_get_follow(sd_bus *bus, const char *path, const char *interf
 static int property_get_profiles(sd_bus *bus, const char *path, const char *interface,
                                  const char *property, sd_bus_message *reply, void *userdata,
                                  sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         int r = sd_bus_message_open_container(reply, 'a', "s");
         if (r < 0)
                 return r;
@@ -611,7 +611,7 @@ static int property_get_profiles(sd_bus *bus, const char *path, const char *inte
 static int property_get_mode(sd_bus *bus, const char *path, const char *interface,
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "s", strna(manager_mode_to_string(m->mode)));
 }
 
@@ -624,14 +624,14 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
 static int property_get_wake_source(sd_bus *bus, const char *path, const char *interface,
                                     const char *property, sd_bus_message *reply, void *userdata,
                                     sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "s", m->wake_source ? m->wake_source : "none");
 }
 
 static int property_get_holds(sd_bus *bus, const char *path, const char *interface,
                               const char *property, sd_bus_message *reply, void *userdata,
                               sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         int r = sd_bus_message_open_container(reply, 'a', PLACED_HOLD);
         if (r < 0)
                 return r;
@@ -647,14 +647,14 @@ static int property_get_holds(sd_bus *bus, const char *path, const char *interfa
 static int property_get_groups(sd_bus *bus, const char *path, const char *interface,
                                const char *property, sd_bus_message *reply, void *userdata,
                                sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "u", (uint32_t)m->n_groups);
 }
 
 static int property_get_energy(sd_bus *bus, const char *path, const char *interface,
                                const char *property, sd_bus_message *reply, void *userdata,
                                sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         EnergyEstimate estimate;
         double rapl_watts;
 
@@ -666,14 +666,14 @@ static int property_get_energy(sd_bus *bus, const char *path, const char *interf
 static int property_get_sampler_cost(sd_bus *bus, const char *path, const char *interface,
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         return sd_bus_message_append(reply, "d", manager_sampler_ns_per_wakeup(m));
 }
 
 static int property_get_sampler_counter(sd_bus *bus, const char *path, const char *interface,
                                         const char *property, sd_bus_message *reply, void *userdata,
                                         sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         const WakeGraph *g = manager_graph(m);
         WakeGraphIngested in = {};
         if (g)
@@ -744,7 +744,7 @@ static const sd_bus_vtable manager_vtable[] = {
 
 /* A unique name left the bus: its holds end with it. */
 static int bus_on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         const char *name, *old_owner, *new_owner;
 
         if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0)
@@ -759,7 +759,7 @@ static int bus_on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus
 
 /* The connection dropped (sd-bus tells us so): say it once; the timer reconnects. */
 static int bus_on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         log_warning("Lost the connection to %s; reconnecting every %llu s.",
                     m->bus_description ? m->bus_description : "D-Bus",
                     (unsigned long long)(BUS_RECONNECT_USEC / USEC_PER_SEC));
@@ -798,7 +798,7 @@ static void bus_follow_stop(Manager *m) {
 
 /* Every BUS_RECONNECT_USEC while running on a bus: reconnect if it went away. */
 static void bus_on_reconnect_timer(void *userdata) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         if (m->bus && sd_bus_is_open(m->bus) > 0)
                 return;
         bus_close(m);
@@ -896,6 +896,7 @@ static int bus_setup(Manager *m, const char *spec, int level) {
 }
 
 int bus_open(Manager *m, const char *spec) {
+        assert(m);
         if (!spec || strcmp(spec, "none") == 0)
                 return 0;
         int r = bus_setup(m, spec, LOG_ERR);
@@ -912,6 +913,7 @@ int bus_open(Manager *m, const char *spec) {
 }
 
 void bus_apply_follow(Manager *m) {
+        assert(m);
         if (m->config.follow != FOLLOW_POWER_PROFILES)
                 bus_follow_stop(m);
         else if (m->bus)
@@ -921,6 +923,7 @@ void bus_apply_follow(Manager *m) {
 }
 
 void bus_close(Manager *m) {
+        assert(m);
         if (!m->bus)
                 return;
         bus_follow_stop(m); /* its slots live on this connection */
@@ -930,6 +933,7 @@ void bus_close(Manager *m) {
 }
 
 void bus_emit_properties_changed(Manager *m, const char *property, ...) {
+        assert(m);
         char *names[BUS_EMIT_MAX + 1];
         unsigned n = 0;
         va_list ap;
@@ -949,6 +953,7 @@ void bus_emit_properties_changed(Manager *m, const char *property, ...) {
 }
 
 void bus_emit_placement_changed(Manager *m) {
+        assert(m);
         if (!m->bus)
                 return;
         int r = sd_bus_emit_signal(m->bus, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,

@@ -94,7 +94,7 @@ static int follow_take_profile(FollowApi *a, const char *profile) {
 
 /* The answer to Properties.Get(ActiveProfile). */
 static int follow_on_get(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        FollowApi *a = userdata;
+        FollowApi *a = ASSERT_PTR(userdata);
         const char *profile;
         a->get_call = sd_bus_slot_unref(a->get_call);
 
@@ -145,7 +145,7 @@ static void follow_name_daemon(FollowApi *a, uint32_t pid) {
 }
 
 static int follow_on_pid(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        FollowApi *a = userdata;
+        FollowApi *a = ASSERT_PTR(userdata);
         uint32_t pid;
         a->pid_call = sd_bus_slot_unref(a->pid_call);
         if (!sd_bus_message_is_method_error(reply, NULL) &&
@@ -186,7 +186,7 @@ static void follow_set_owner(FollowApi *a, const char *owner) {
 }
 
 static int follow_on_name_owner(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        FollowApi *a = userdata;
+        FollowApi *a = ASSERT_PTR(userdata);
         const char *owner;
         a->owner_call = sd_bus_slot_unref(a->owner_call);
         if (sd_bus_message_is_method_error(reply, NULL)) { /* NameHasNoOwner: nobody yet */
@@ -199,7 +199,7 @@ static int follow_on_name_owner(sd_bus_message *reply, void *userdata, sd_bus_er
 }
 
 static int follow_on_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        FollowApi *a = userdata;
+        FollowApi *a = ASSERT_PTR(userdata);
         const char *name, *old_owner, *new_owner;
         if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0 ||
             strcmp(name, a->name) != 0)
@@ -210,7 +210,7 @@ static int follow_on_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_e
 
 /* PropertiesChanged(s interface, a{sv} changed, as invalidated) from the owner. */
 static int follow_on_properties(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        FollowApi *a = userdata;
+        FollowApi *a = ASSERT_PTR(userdata);
         const char *interface, *key, *profile = NULL;
         bool invalidated = false;
 
@@ -249,7 +249,7 @@ static int follow_on_properties(sd_bus_message *msg, void *userdata, sd_bus_erro
 
 static int follow_on_match_installed(sd_bus_message *reply, void *userdata,
                                      sd_bus_error *ret_error) {
-        FollowApi *a = userdata;
+        FollowApi *a = ASSERT_PTR(userdata);
         const sd_bus_error *e = sd_bus_message_get_error(reply);
         if (e)
                 log_warning("Cannot watch %s on the bus: %s", a->name,

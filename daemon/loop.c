@@ -56,7 +56,7 @@ static uint64_t now_monotonic_usec(void) {
 static void bus_rearm(Loop *l);
 
 static void source_dispatch(evutil_socket_t fd, short what, void *arg) {
-        LoopSource *s = arg;
+        LoopSource *s = ASSERT_PTR(arg);
         s->cb(s->userdata);
         bus_rearm(s->loop);
 }
@@ -148,7 +148,7 @@ int loop_remove_fd(Loop *l, int fd) {
 }
 
 static void bus_dispatch(evutil_socket_t fd, short what, void *arg) {
-        Loop *l = arg;
+        Loop *l = ASSERT_PTR(arg);
         /* Process until sd-bus says there is nothing left; a negative result
          * means the connection broke, which the bus owner sees on its next call. */
         while (l->bus && sd_bus_process(l->bus, NULL) > 0)

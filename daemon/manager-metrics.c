@@ -104,6 +104,7 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
 }
 
 int manager_metrics_text(const Manager *m, MetricsFormat format, char **ret, size_t *ret_len) {
+        assert(m);
         _cleanup_free_ MetricsCpu *cpus = NULL;
         MetricsFigures f;
 
@@ -131,6 +132,7 @@ static void metrics_log_textfile_error(const char *path, int r) {
 }
 
 void manager_metrics_tick(Manager *m) {
+        assert(m);
         const char *path = m->config.metrics_textfile;
         unsigned every = m->config.metrics_every_ticks ? m->config.metrics_every_ticks : 1;
         _cleanup_free_ char *text = NULL;

@@ -63,7 +63,7 @@ static PipelineEnv manager_pipeline_env(const Manager *m) {
 }
 
 static void manager_on_proc_events(void *userdata) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         int fd = pipeline_proc_events_fd(m->pipeline);
         if (pipeline_dispatch_proc_events(m->pipeline) < 0) {
                 (void)loop_remove_fd(m->loop, fd); /* unwatched before it is closed */
@@ -235,6 +235,7 @@ static int manager_update_profile(Manager *m) {
 }
 
 void manager_follow_update(Manager *m, const char *daemon, const char *ppd_profile) {
+        assert(m);
         ManagerFollow *f = &m->followed;
         bool news = f->state != FOLLOW_STATE_FOLLOWING || strcmp(f->daemon, daemon) != 0 ||
                     strcmp(f->ppd_profile, ppd_profile) != 0;
@@ -258,6 +259,7 @@ void manager_follow_update(Manager *m, const char *daemon, const char *ppd_profi
 }
 
 void manager_follow_lost(Manager *m) {
+        assert(m);
         ManagerFollow *f = &m->followed;
         if (f->state == FOLLOW_STATE_GONE || f->state == FOLLOW_STATE_OFF)
                 return;
@@ -290,7 +292,7 @@ static void manager_on_tick(void *userdata) {
 }
 
 static void manager_on_stop(void *userdata) {
-        Manager *m = userdata;
+        Manager *m = ASSERT_PTR(userdata);
         log_info("Stopping.");
         manager_exit(m);
 }
@@ -373,6 +375,7 @@ static int manager_check_paths(Manager *m) {
 }
 
 int manager_start(Manager *m) {
+        assert(m);
         int r;
 
         m->start_usec = now_usec(CLOCK_MONOTONIC);
@@ -443,6 +446,7 @@ int manager_start(Manager *m) {
 static int manager_undo(Manager *m);
 
 int manager_run(Manager *m) {
+        assert(m);
         int r = loop_run(m->loop);
         sd_notify(0, "STOPPING=1");
         if (m->mode == MANAGER_ENFORCE)
@@ -451,6 +455,7 @@ int manager_run(Manager *m) {
 }
 
 void manager_exit(Manager *m) {
+        assert(m);
         loop_exit(m->loop);
 }
 
@@ -471,6 +476,7 @@ static void manager_publish(Manager *m, TickResult *res) {
 }
 
 void manager_tick(Manager *m) {
+        assert(m);
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         PipelineEnv env = manager_pipeline_env(m);
         TickResult res;
@@ -495,6 +501,7 @@ void manager_tick(Manager *m) {
 }
 
 int manager_reload(Manager *m, char **err) {
+        assert(m);
         char *first_error = NULL;
         Config fresh;
 
@@ -540,6 +547,7 @@ int manager_reload(Manager *m, char **err) {
 }
 
 int manager_set_profile(Manager *m, const char *name, const char *by) {
+        assert(m);
         if (!config_find_profile(&m->config, name))
                 return -ENOENT;
         char *who = strdup(by ? by : "a person");
@@ -552,6 +560,7 @@ int manager_set_profile(Manager *m, const char *name, const char *by) {
 }
 
 int manager_reset_profile(Manager *m) {
+        assert(m);
         if (!m->chosen_profile[0])
                 return 0;
         log_info("Profile %s (set by %s) released.", m->chosen_profile,
@@ -564,6 +573,7 @@ int manager_reset_profile(Manager *m) {
 
 int manager_hold_profile(Manager *m, const char *profile, const char *reason, const char *owner,
                          const char *holder, uint32_t *ret_cookie) {
+        assert(m);
         if (!config_find_profile(&m->config, profile))
                 return -ENOENT;
         if (m->n_holds >= MANAGER_MAX_HOLDS)
@@ -606,6 +616,7 @@ static void manager_drop_hold(Manager *m, unsigned i) {
 }
 
 int manager_release_profile(Manager *m, uint32_t cookie, const char *owner) {
+        assert(m);
         for (unsigned i = 0; i < m->n_holds; i++) {
                 if (m->holds[i].cookie != cookie)
                         continue;
@@ -620,6 +631,7 @@ int manager_release_profile(Manager *m, uint32_t cookie, const char *owner) {
 }
 
 int manager_release_owner(Manager *m, const char *owner) {
+        assert(m);
         int n = 0;
         for (unsigned i = m->n_holds; i-- > 0;)
                 if (strcmp(m->holds[i].owner, owner) == 0) {
@@ -649,6 +661,7 @@ static int manager_undo(Manager *m) {
 }
 
 int manager_restore(Manager *m) {
+        assert(m);
         int r = manager_undo(m);
         if (m->mode != MANAGER_ADVISE) {
                 m->mode = MANAGER_ADVISE;
@@ -660,6 +673,7 @@ int manager_restore(Manager *m) {
 }
 
 const Group *manager_find_group(const Manager *m, pid_t tid) {
+        assert(m);
         for (unsigned i = 0; i < m->n_groups; i++)
                 for (unsigned j = 0; j < m->groups[i].n_tasks; j++)
                         if (m->groups[i].tasks[j].tid == tid)
@@ -668,6 +682,7 @@ const Group *manager_find_group(const Manager *m, pid_t tid) {
 }
 
 int manager_snapshot(const Manager *m, char **ret) {
+        assert(m);
         unsigned n_loads = 0, n_rules = 0;
         const Plan *plan = pipeline_plan(m->pipeline);
         const GroupRule *rules = pipeline_group_rules_of(m->pipeline, &n_rules);
@@ -687,24 +702,29 @@ int manager_snapshot(const Manager *m, char **ret) {
 }
 
 const WakeGraph *manager_graph(const Manager *m) {
+        assert(m);
         return pipeline_graph(m->pipeline);
 }
 
 const IdleCpuStats *manager_cpu_stats(const Manager *m, const IdleSampler **ret_sampler,
                                       unsigned *ret_n) {
+        assert(m);
         *ret_sampler = pipeline_idle_sampler(m->pipeline);
         return pipeline_idle_stats(m->pipeline, ret_n);
 }
 
 void manager_energy(const Manager *m, EnergyEstimate *ret_estimate, double *ret_rapl_watts) {
+        assert(m);
         pipeline_energy(m->pipeline, ret_estimate, ret_rapl_watts);
 }
 
 double manager_sampler_ns_per_wakeup(const Manager *m) {
+        assert(m);
         return pipeline_sampler_ns_per_wakeup(m->pipeline);
 }
 
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id) {
+        assert(m);
         return plan_find_group(pipeline_plan(m->pipeline), id);
 }
 
@@ -730,6 +750,7 @@ static void explain_trial(const PlanTrial *t, char *buf, size_t size) {
 }
 
 int manager_explain(Manager *m, pid_t tid, char **ret) {
+        assert(m);
         const Group *g = manager_find_group(m, tid);
         if (!g)
                 return -ESRCH;

@@ -217,7 +217,7 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
 }
 
 static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
-        Pipeline *p = userdata;
+        Pipeline *p = ASSERT_PTR(userdata);
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
                 act_affinity_task_gone(p->act.affinity, ev->pid);

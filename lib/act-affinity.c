@@ -192,8 +192,9 @@ static int journal_and_set(ActAffinity *a, const char *key, pid_t tid, const Cpu
 
 int act_affinity_apply(ActAffinity *a, const TaskFacts *t, const CpuSet *want,
                        AffinityResult *ret_result, CpuSet *ret_applied) {
-        if (!a || !t || !want)
-                return -EINVAL;
+        assert(a);
+        assert(t);
+        assert(want);
         const TaskId *id = &t->id;
         char key[64];
         int r;
@@ -241,8 +242,9 @@ int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creato
         const char *orig, *applied;
         CpuSet placed_mask, current;
 
-        if (!a || !child || !creator)
-                return -EINVAL;
+        assert(a);
+        assert(child);
+        assert(creator);
         if (a->opts.dry_run || !a->opts.journal)
                 return 0;
         act_affinity_format_key(creator, creator_key, sizeof(creator_key));
@@ -272,8 +274,8 @@ int act_affinity_adopt(ActAffinity *a, const TaskId *child, const TaskId *creato
 }
 
 int act_affinity_release(ActAffinity *a, const TaskId *id) {
-        if (!a || !id)
-                return -EINVAL;
+        assert(a);
+        assert(id);
         char key[64];
         act_affinity_format_key(id, key, sizeof(key));
         const char *orig;

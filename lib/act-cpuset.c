@@ -214,8 +214,8 @@ static bool holds(const ActCpuset *a, const char *dir, const char *cur, const Cp
 
 int act_cpuset_apply(ActCpuset *a, const char *cgroup, const CpuSet *want, CpusetResult *ret_result,
                      CpuSet *ret_applied) {
-        if (!a || !want)
-                return -EINVAL;
+        assert(a);
+        assert(want);
         _cleanup_free_ char *dir = NULL, *parent = NULL, *cur = NULL, *text = NULL;
         int r = cgroup_paths(a, cgroup, &dir, &parent);
         if (r < 0)
@@ -263,8 +263,7 @@ static bool cpulist_equal(const char *a, const char *b) {
 }
 
 int act_cpuset_release(ActCpuset *a, const char *cgroup) {
-        if (!a)
-                return -EINVAL;
+        assert(a);
         _cleanup_free_ char *dir = NULL, *parent = NULL, *cur = NULL;
         int r = cgroup_paths(a, cgroup, &dir, &parent);
         if (r < 0)

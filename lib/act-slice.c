@@ -250,8 +250,9 @@ int act_slice_backend_error(const ActSlice *s) {
 }
 
 int act_slice_apply(ActSlice *s, const char *slice, const CpuSet *cpus) {
-        if (!s || !slice || !cpus)
-                return -EINVAL;
+        assert(s);
+        assert(slice);
+        assert(cpus);
         if (s->backend == SLICE_BACKEND_SYSTEMD)
                 return systemd_apply(s->systemd, s->journal, slice, cpus, s->dry_run);
         if (s->backend == SLICE_BACKEND_CGROUPFS)
@@ -260,8 +261,8 @@ int act_slice_apply(ActSlice *s, const char *slice, const CpuSet *cpus) {
 }
 
 int act_slice_release(ActSlice *s, const char *slice) {
-        if (!s || !slice)
-                return -EINVAL;
+        assert(s);
+        assert(slice);
         if (s->backend == SLICE_BACKEND_SYSTEMD)
                 return s->dry_run ? 0 : systemd_release(s->systemd, s->journal, slice);
         if (s->backend == SLICE_BACKEND_CGROUPFS)

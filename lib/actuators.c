@@ -5,7 +5,11 @@
  */
 #include "actuators.h"
 
+#include "macro.h"
+
 int actuators_open(const ActuatorEnv *env, Actuators *ret, int *ret_idle_error) {
+        assert(env);
+        assert(ret);
         Actuators a = { 0 };
         int r = act_affinity_new(env, &a.affinity);
         if (r < 0)
@@ -23,12 +27,15 @@ int actuators_open(const ActuatorEnv *env, Actuators *ret, int *ret_idle_error) 
 }
 
 void actuators_close(Actuators *a) {
+        assert(a);
         a->affinity = act_affinity_free(a->affinity);
         a->idle = act_idle_free(a->idle);
         a->slice = act_slice_free(a->slice);
 }
 
 int actuators_kind_ops(Actuators *a, JournalKindOps *ret, unsigned max) {
+        assert(a);
+        assert(ret);
         int n = act_affinity_kind_ops(a->affinity, ret, max), k;
         if (n < 0)
                 return n;

@@ -764,7 +764,7 @@ static int config_check_default_profile(ConfigLoader *l) {
 }
 
 static void rules_diag(void *userdata, bool error, const char *message) {
-        ConfigLoader *l = userdata;
+        ConfigLoader *l = ASSERT_PTR(userdata);
         config_loader_diag(l, error ? CONFIG_DIAG_ERROR : CONFIG_DIAG_WARNING, "%s", message);
 }
 

@@ -1,16 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small ownership and arithmetic helpers shared by every module.
+ * Small ownership, assertion and arithmetic helpers shared by every module.
  *
  * _cleanup_(f) runs f(&var) when var leaves scope; TAKE_PTR() hands a pointer
  * on and leaves NULL behind so the cleanup does nothing. Free functions are
  * NULL-safe and return NULL so "x = x_free(x);" reads naturally.
+ *
+ * assert() is for programming errors only (a NULL userdata, an argument no
+ * caller may pass); input from outside (files, the bus, the kernel) gets an
+ * error code. placed is never built with NDEBUG: its asserts stay checks.
  */
 #pragma once
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#ifdef NDEBUG
+#error "placed's asserts are checks: build it without -DNDEBUG"
+#endif
 
 #define _cleanup_(f)   __attribute__((cleanup(f)))
 #define _unused_       __attribute__((unused))
@@ -45,6 +54,14 @@ static inline void closep(int *fd) {
                 __typeof__(p) _took = (p); \
                 (p) = NULL;                \
                 _took;                     \
+        })
+
+/* Asserts that a pointer is set and gives it back: "Manager *m = ASSERT_PTR(userdata);". */
+#define ASSERT_PTR(expr)                        \
+        ({                                      \
+                __typeof__(expr) _ptr = (expr); \
+                assert(_ptr);                   \
+                _ptr;                           \
         })
 
 #define TAKE_FD(fd)               \

@@ -33,6 +33,7 @@ static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(plan_slice, PlanSlice);
 
 int plan_new(unsigned n_groups, unsigned n_cpus, Plan **ret) {
+        assert(ret);
         _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
         if (!p)
                 return -ENOMEM;
@@ -89,6 +90,8 @@ int plan_group_cmp(const void *x, const void *y) {
 }
 
 void plan_group_set_reason(PlanGroup *pg, const char *fmt, ...) {
+        assert(pg);
+        assert(fmt);
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(pg->reason, sizeof(pg->reason), fmt, ap);
@@ -96,6 +99,7 @@ void plan_group_set_reason(PlanGroup *pg, const char *fmt, ...) {
 }
 
 void plan_group_leave(PlanGroup *pg) {
+        assert(pg);
         pg->managed = false;
         cpuset_zero(&pg->cpus);
         pg->home = -1;

@@ -109,8 +109,8 @@ static json_object *plan_to_object(const Plan *p) {
 }
 
 int plan_to_json(const Plan *p, char **ret) {
-        if (!p || !ret)
-                return -EINVAL;
+        assert(p);
+        assert(ret);
         _cleanup_json_ json_object *o = plan_to_object(p);
         return o ? json_dup_string(o, ret) : -ENOMEM;
 }
@@ -272,8 +272,8 @@ static int plan_from_object(json_object *o, Plan **ret) {
 }
 
 int plan_from_json(const char *text, Plan **ret) {
-        if (!text || !ret)
-                return -EINVAL;
+        assert(text);
+        assert(ret);
         _cleanup_json_ json_object *o = json_tokener_parse(text);
         return o ? plan_from_object(o, ret) : -EINVAL;
 }
@@ -337,8 +337,8 @@ static json_object *group_to_json(const Group *g, const GroupRule *gr) {
 }
 
 int policy_snapshot_to_json(const PolicySnapshot *s, char **ret) {
-        if (!s || !ret)
-                return -EINVAL;
+        assert(s);
+        assert(ret);
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *groups = json_object_new_array(), *loads = json_object_new_array();
         json_object_object_add(o, "topology",
@@ -458,8 +458,8 @@ static int snapshot_from_object(json_object *o, PolicySnapshot *s) {
 }
 
 int policy_snapshot_from_json(const char *text, PolicySnapshot **ret) {
-        if (!text || !ret)
-                return -EINVAL;
+        assert(text);
+        assert(ret);
         _cleanup_json_ json_object *o = json_tokener_parse(text);
         if (!o)
                 return -EINVAL;

@@ -76,6 +76,9 @@ static double trial_noise(const PlanTrial *t) {
 
 void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
                        bool advise, PlanGroup *pg) {
+        assert(p);
+        assert(g);
+        assert(pg);
         PlanTrial t = prev ? prev->trial : (PlanTrial){ 0 };
         bool was = prev && prev->managed && !prev->waiting;
         double delay = (double)g->runq_delay_us;

@@ -310,7 +310,7 @@ static double unit_room(const Ctx *c, const UnitRank *u, bool pack) {
 
 static int room_cmp(const void *x, const void *y, void *userdata) {
         const UnitRank *a = x, *b = y;
-        const Ctx *c = userdata;
+        const Ctx *c = ASSERT_PTR(userdata);
         double ra = unit_room(c, a, true), rb = unit_room(c, b, true);
         if (fabs(ra - rb) > 1e-9)
                 return ra > rb ? -1 : 1;
@@ -577,11 +577,12 @@ static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg)
 }
 
 static int class_rank(GroupClass k) {
+        assert((unsigned)k < _GROUP_CLASS_MAX); /* the model's, or checked by the snapshot reader */
         return k == GROUP_PAIR ? 0 : k == GROUP_MESH ? 1 : k == GROUP_FANOUT ? 2 : 3;
 }
 
 static int order_cmp(const void *x, const void *y, void *userdata) {
-        const Group *groups = userdata;
+        const Group *groups = ASSERT_PTR(userdata);
         const Group *a = &groups[*(const unsigned *)x];
         const Group *b = &groups[*(const unsigned *)y];
         if (class_rank(a->class) != class_rank(b->class))
@@ -747,7 +748,9 @@ static int ctx_init(Ctx *c, const PolicyInput *in) {
 }
 
 int policy_decide(const PolicyInput *in, Plan **ret) {
-        if (!in || !in->topo || !in->profile || !ret || (in->n_groups && !in->groups))
+        assert(in);
+        assert(ret);
+        if (!in->topo || !in->profile || (in->n_groups && !in->groups))
                 return -EINVAL;
         Ctx c;
         Plan *plan = NULL;

@@ -203,7 +203,7 @@ static bool event_convert(const struct proc_event *ev, ProcEvent *out) {
 
 /* NL_CB_MSG_IN: every message received. Always consumes it (NL_SKIP). */
 static int on_message(struct nl_msg *msg, void *userdata) {
-        ProcEvents *pe = userdata;
+        ProcEvents *pe = ASSERT_PTR(userdata);
         struct nlmsghdr *nh = nlmsg_hdr(msg);
         const unsigned char *data = nlmsg_data(nh);
         int len = nlmsg_datalen(nh);

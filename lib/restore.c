@@ -124,7 +124,7 @@ static int validate_affinity(const char *key, const char *value, const char **re
 /* The absolute directory of a cgroup under a cgroup mount, without "." or "..". */
 static int validate_cpuset(const char *key, const char *value, const char **ret_why,
                            void *userdata) {
-        const RestoreLimits *l = userdata;
+        const RestoreLimits *l = ASSERT_PTR(userdata);
         if (key[0] != '/' || strlen(key) >= PATH_MAX)
                 return invalid(ret_why, "the key is not an absolute path");
         for (const char *c = key; *c; c += strcspn(c, "/")) {

@@ -93,6 +93,7 @@ void rules_group_decide(const RuleSet *set, const Rule *const *matched, unsigned
                 const Rule *r = matched[i];
                 if (!r)
                         continue;
+                assert((unsigned)r->action < _RULE_ACTION_MAX); /* a loaded rule's */
                 if (!best || action_strength[r->action] > action_strength[best->action] ||
                     (r->action == best->action && r < best)) /* earlier in the set */
                         best = r;
