@@ -179,7 +179,9 @@ int manager_hold_profile(Manager *m, const char *profile, const char *reason, co
 void manager_follow_update(Manager *m, const char *daemon, const char *ppd_profile);
 void manager_follow_lost(Manager *m);
 
-/* "held", "chosen", "followed", "configured"; NULL out of range. */
+/* Why the active profile is in force, in one word for status, D-Bus
+ * (ActiveProfileSource) and metrics: "held", "chosen", "followed",
+ * "configured"; NULL out of range. */
 const char *profile_source_to_string(ProfileSource s);
 /* "off", "waiting", "following", "gone"; NULL out of range. */
 const char *follow_state_to_string(FollowState s);
@@ -194,16 +196,9 @@ int manager_release_owner(Manager *m, const char *owner);
  */
 int manager_restore(Manager *m);
 
-/*
- * Why the active profile is in force, in one word for status and metrics:
- * "hold" (a client holds it), "selected" (--profile or SetProfile), "config"
- * (the configured default).
- */
-
 /* "enforce" or "advise"; NULL out of range. */
 const char *manager_mode_to_string(ManagerMode mode);
 
-/* The group holding tid, or NULL. */
 /*
  * What the bus reads, all of it from the last tick: the policy's input as
  * JSON (manager_snapshot(), the snapshot format of policy.h; Return: 0 and
@@ -220,6 +215,7 @@ double manager_sampler_ns_per_wakeup(const Manager *m);
 
 /* Return: the last tick's decision for group id (placement, reason, trial), or NULL. */
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id);
+/* Return: the group of the last tick holding tid, or NULL. */
 const Group *manager_find_group(const Manager *m, pid_t tid);
 
 /*

@@ -3,8 +3,8 @@
  * One reader for the small files placed reads from procfs, sysfs and
  * cgroupfs (a stat line, a cpulist, a latency, a cache type): into a
  * caller's buffer, no stdio, and an error, not a silent cut, when the file
- * does not fit. Callers build the path from their root (STYLE.md: every
- * reader takes a root).
+ * does not fit. Callers build the path from their root
+ * (docs/CODING_STYLE.md: every reader takes a root).
  */
 #pragma once
 

@@ -48,7 +48,7 @@ typedef struct MetricsFigures {
         const char *mode;           /* "enforce", "advise" */
         const char *wake_source;    /* "bpf", "perf", "replay", "none" */
         const char *profile;        /* active profile */
-        const char *profile_source; /* why it is in force ("hold", "selected", "config") */
+        const char *profile_source; /* why: "held", "chosen", "followed", "configured" */
         unsigned n_holds;
 
         unsigned groups[_GROUP_CLASS_MAX][2]; /* [class][managed: 0 left alone, 1 placed] */
