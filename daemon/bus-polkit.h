@@ -27,7 +27,7 @@ int bus_polkit_sender_is_root(sd_bus_message *msg);
  * asked asynchronously and non-interactively (a "challenge" answer is a
  * denial that says to use sudo), so a slow or hung polkit holds up only
  * this caller: the bus and the tick go on, and the call times out after
- * BUS_POLKIT_TIMEOUT_USEC (denied). The subject is the sender's bus name,
+ * 10 s (BUS_POLKIT_TIMEOUT_USEC; denied). The subject is the sender's bus name,
  * which polkit resolves race-free. Without polkit on the bus, or when it
  * fails, the answer is no (fail closed). userdata must outlive the call.
  *

@@ -87,9 +87,10 @@
  *
  * Access: reading is open to everyone (the bus policy allows it). Every
  * method is SD_BUS_VTABLE_UNPRIVILEGED, so sd-bus's own CAP_SYS_ADMIN check
- * stays out of the way and bus_polkit_authorize() (bus-polkit.c) decides alone. Changing
- * (SetProfile, ResetProfile, Reload, Restore, HoldProfile, ReleaseProfile) needs euid 0, or
- * a yes from polkit for the matching org.placed1.* action. polkit is asked
+ * stays out of the way and bus_polkit_authorize() (bus-polkit.c) decides
+ * alone. Changing (SetProfile, ResetProfile, Reload, Restore, HoldProfile,
+ * ReleaseProfile) needs euid 0, or a yes from polkit for the matching
+ * org.placed1.* action. polkit is asked
  * asynchronously (the method is answered when polkit has, so a hung polkit
  * delays only its caller) and non-interactively: a "challenge" answer
  * (authentication needed) is a denial that says to use sudo. Without polkit
