@@ -34,16 +34,16 @@ typedef struct Loader {
 } Loader;
 
 /*
- * loader_read_long() - a decimal file under l->base, the path formatted from
+ * topo_loader_read_long() - a decimal file under l->base, the path formatted from
  * fmt ("cpu/cpu%d/cpu_capacity").
  *
  * Return: 0 and *ret set; -ENOENT when the file is missing; -EINVAL when it
  * does not hold one decimal number; other negative errno on read failures.
  */
-_printf_(3, 4) int loader_read_long(const Loader *l, long *ret, const char *fmt, ...);
+_printf_(3, 4) int topo_loader_read_long(const Loader *l, long *ret, const char *fmt, ...);
 
-/* loader_read_cpuset() - a cpulist file under l->base. Return: as cpuset_read_file(). */
-_printf_(3, 4) int loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...);
+/* topo_loader_read_cpuset() - a cpulist file under l->base. Return: as cpuset_read_file(). */
+_printf_(3, 4) int topo_loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...);
 
 /*
  * topo_kinds_load() - the kind and capacity of each online CPU, the capacity

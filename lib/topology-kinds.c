@@ -112,7 +112,7 @@ static int figures_read(const Loader *l, const FigureFile *f, unsigned *fig) {
 
         TOPO_FOREACH_CPU (cpu, l->t) {
                 long v;
-                int r = loader_read_long(l, &v, "%s%d/%s", f->dir, cpu, f->file);
+                int r = topo_loader_read_long(l, &v, "%s%d/%s", f->dir, cpu, f->file);
                 fig[cpu] = 0;
                 if (r == -ENOENT)
                         continue;

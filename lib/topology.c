@@ -87,7 +87,7 @@ _printf_(4, 5) static int read_word_at(const Loader *l, char *buf, size_t size, 
         return read_word(path, buf, size);
 }
 
-_printf_(3, 4) int loader_read_long(const Loader *l, long *ret, const char *fmt, ...) {
+_printf_(3, 4) int topo_loader_read_long(const Loader *l, long *ret, const char *fmt, ...) {
         char path[PATH_MAX], buf[64];
         va_list ap;
         va_start(ap, fmt);
@@ -108,7 +108,7 @@ _printf_(3, 4) int loader_read_long(const Loader *l, long *ret, const char *fmt,
         return 0;
 }
 
-_printf_(3, 4) int loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...) {
+_printf_(3, 4) int topo_loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...) {
         char path[PATH_MAX];
         va_list ap;
         va_start(ap, fmt);
@@ -122,7 +122,7 @@ _printf_(3, 4) int loader_read_cpuset(const Loader *l, CpuSet *ret, const char *
 /* A kernel id as a domain hw_id: -1 when absent or negative (the kernel prints -1 for none). */
 static int read_hw_id(const Loader *l, int cpu, const char *file, int *ret) {
         long v;
-        int r = loader_read_long(l, &v, "cpu/cpu%d/%s", cpu, file);
+        int r = topo_loader_read_long(l, &v, "cpu/cpu%d/%s", cpu, file);
         if (r == -ENOENT) {
                 *ret = -1;
                 return 0;
@@ -142,7 +142,7 @@ static int read_siblings(const Loader *l, int cpu, const char *const *files, con
         CpuSet set;
         int r = -ENOENT;
         for (; *files && r == -ENOENT; files++)
-                r = loader_read_cpuset(l, &set, "cpu/cpu%d/%s", cpu, *files);
+                r = topo_loader_read_cpuset(l, &set, "cpu/cpu%d/%s", cpu, *files);
         if (r == -ENOENT) {
                 if (fallback)
                         set = *fallback;
@@ -162,16 +162,16 @@ static int load_cpu_lists(Loader *l) {
         int r = -ENOENT;
 
         for (size_t i = 0; i < ELEMENTSOF(lists) && r == -ENOENT; i++)
-                r = loader_read_cpuset(l, &t->possible, "cpu/%s", lists[i]);
+                r = topo_loader_read_cpuset(l, &t->possible, "cpu/%s", lists[i]);
         if (r < 0)
                 return r;
-        r = loader_read_cpuset(l, &t->online, "cpu/online");
+        r = topo_loader_read_cpuset(l, &t->online, "cpu/online");
         if (r == -ENOENT) {
                 /* Old or partial trees: whatever is possible, minus cpuN/online = 0. */
                 t->online = t->possible;
                 CPUSET_FOREACH (cpu, &t->possible) {
                         long v;
-                        if (loader_read_long(l, &v, "cpu/cpu%d/online", cpu) == 0 && v == 0)
+                        if (topo_loader_read_long(l, &v, "cpu/cpu%d/online", cpu) == 0 && v == 0)
                                 cpuset_clear(&t->online, cpu);
                 }
         } else if (r < 0)
@@ -270,7 +270,7 @@ static int load_nodes(Loader *l) {
                     node > INT_MAX)
                         continue;
                 CpuSet cpus;
-                r = loader_read_cpuset(l, &cpus, "node/%s/cpulist", de->d_name);
+                r = topo_loader_read_cpuset(l, &cpus, "node/%s/cpulist", de->d_name);
                 if (r == -ENOENT) {
                         r = 0;
                         continue;
@@ -389,7 +389,7 @@ static int load_cpu_caches(Loader *l, int cpu) {
                 char type[32];
                 CpuSet shared;
 
-                r = loader_read_long(l, &level, "cpu/cpu%d/cache/index%d/level", cpu, idx);
+                r = topo_loader_read_long(l, &level, "cpu/cpu%d/cache/index%d/level", cpu, idx);
                 if (r == -ENOENT)
                         break;
                 if (r < 0)
@@ -401,8 +401,8 @@ static int load_cpu_caches(Loader *l, int cpu) {
                         return r;
                 if (r == 0 && strcmp(type, "Instruction") == 0)
                         continue;
-                r = loader_read_cpuset(l, &shared, "cpu/cpu%d/cache/index%d/shared_cpu_list", cpu,
-                                       idx);
+                r = topo_loader_read_cpuset(l, &shared, "cpu/cpu%d/cache/index%d/shared_cpu_list",
+                                            cpu, idx);
                 if (r == -ENOENT)
                         cpuset_zero(&shared);
                 else if (r < 0)
