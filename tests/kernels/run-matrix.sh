@@ -50,19 +50,57 @@
 # (cmocka tests of the live sampler test to skip in a guest, a pattern,
 # default test_perf*mix: see below).
 # On the host the tests run as in make check: every step, no time scale.
+#
+# The machine the guest gets (tests/topologies/run-topologies.sh sets
+# these; the defaults are the matrix's): PLACED_MATRIX_SMP (qemu's -smp,
+# default 2), PLACED_MATRIX_CPU (qemu's -cpu under TCG, default max),
+# PLACED_MATRIX_NUMA_NODES (0, the default: no -numa; N: N nodes, the CPUs
+# and the memory split evenly over them in order). PLACED_MATRIX_ACCEL=auto
+# tries KVM first, with each -cpu of PLACED_MATRIX_KVM_CPU in turn (words,
+# default "host host,-arch-capabilities"): the guest must print its first
+# line on the console within PLACED_MATRIX_KVM_WAIT seconds (default 60);
+# when it does not, or qemu stops (nested KVM can stop a guest at once with
+# "KVM internal error ... emulation failure"), the VM is killed, and after
+# the last -cpu booted again under TCG; the kernel's line says why.
+# PLACED_MATRIX_KVM_TIME_SCALE (default 2) is the tests' time scale under
+# KVM. PLACED_MATRIX_LABEL (default "kernel") starts each line;
+# PLACED_MATRIX_SHOW_TOPOLOGY=1 adds the packages, LLCs and NUMA nodes the
+# guest's sysfs showed (run-set.sh writes them); PLACED_MATRIX_MUST_RUN
+# names more tests whose skip is a failure; PLACED_MATRIX_GUEST_ENV names
+# variables passed on to the guest's tests; PLACED_MATRIX_RESULTS is where
+# the results go (default BUILD_DIR/kernels/results); PLACED_MATRIX_NAME
+# (check-kernels) names the closing line.
 set -euo pipefail
 build=${1:?usage: run-matrix.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$(dirname "$here")")
 build=$(cd "$build" && pwd)
-results=$build/kernels/results
+results=${PLACED_MATRIX_RESULTS:-$build/kernels/results}
+name=${PLACED_MATRIX_NAME:-check-kernels}
+label=${PLACED_MATRIX_LABEL:-kernel}
 cache=${PLACED_KERNEL_CACHE:-/var/cache/placed-kernels}
 mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache=$build/kernels
 kernels=${PLACED_KERNELS:-linux-image-amd64 linux-image-6.12-amd64+cpuidle running}
 tests=${PLACED_MATRIX_TESTS:-test-wake-source-live test-placement-live test-idle-live test-kernel-fallback-live test-act-cpuset-v2-live}
 vm_timeout=${PLACED_MATRIX_TIMEOUT:-900}
 mem=${PLACED_MATRIX_MEM:-2048}
-ncpus=2
+smp=${PLACED_MATRIX_SMP:-2}
+ncpus=${smp%%,*}
+[[ $ncpus =~ ^[1-9][0-9]*$ ]] || { echo "$name: PLACED_MATRIX_SMP must start with the CPU count, not '$smp'" >&2; exit 1; }
+cpu_model=${PLACED_MATRIX_CPU:-max}
+kvm_cpu=${PLACED_MATRIX_KVM_CPU:-host host,-arch-capabilities}
+kvm_wait=${PLACED_MATRIX_KVM_WAIT:-60}
+numa_nodes=${PLACED_MATRIX_NUMA_NODES:-0}
+# -numa: node n gets CPUs [n * ncpus / N, (n + 1) * ncpus / N) and 1/N of the memory.
+numa=()
+if [ "$numa_nodes" -gt 0 ]; then
+    [ $((ncpus % numa_nodes)) -eq 0 ] && [ $((mem % numa_nodes)) -eq 0 ] ||
+        { echo "$name: $ncpus CPUs and $mem MiB do not split over $numa_nodes NUMA nodes" >&2; exit 1; }
+    for ((n = 0; n < numa_nodes; n++)); do
+        numa+=(-object "memory-backend-ram,id=mem$n,size=$((mem / numa_nodes))M"
+            -numa "node,nodeid=$n,cpus=$((n * ncpus / numa_nodes))-$(((n + 1) * ncpus / numa_nodes - 1)),memdev=mem$n")
+    done
+fi
 # A host thread per vCPU (MTTCG): with one thread for both the guest runs
 # half as fast and perf bench messaging's groups fall below the model's
 # rates (classified solo). Either way TCG is not the machine placed is for:
@@ -70,8 +108,10 @@ ncpus=2
 # vCPU, and from 2x slower to 10% faster with one (placed's trial hands it
 # back when it loses).
 accel=${PLACED_MATRIX_ACCEL:-tcg,thread=multi}
-accel_name=$(echo "${accel%%,*}" | tr '[:lower:]' '[:upper:]') # for the report: TCG
+tcg_accel=$accel
+[ "$accel" != auto ] || tcg_accel=tcg,thread=multi
 time_scale=${PLACED_TEST_TIME_SCALE:-5}
+kvm_time_scale=${PLACED_MATRIX_KVM_TIME_SCALE:-2}
 # Under TCG every step takes seconds: of the placement test, pack and
 # restore (SIGTERM; SIGKILL and --restore); the rest runs on the host.
 live_steps=${PLACED_LIVE_STEPS-placement:1+2 placement:3+4}
@@ -85,28 +125,32 @@ live_steps=${PLACED_LIVE_STEPS-placement:1+2 placement:3+4}
 skip_tests=${PLACED_TEST_SKIP-test_perf*mix}
 
 command -v qemu-system-x86_64 >/dev/null ||
-    { echo "check-kernels: qemu-system-x86_64 is not installed (make deps)" >&2; exit 1; }
+    { echo "$name: qemu-system-x86_64 is not installed (make deps)" >&2; exit 1; }
 mkdir -p "$cache" "$build/tests/logs" # the guest binds its logs over the latter
 
 failed_any=0
 booted=()
 t_all=$SECONDS
 
-# run_env WHERE [IDLE]: the settings of the test set (tests/kernels/run-set.sh)
-# in a guest ("guest") or on the host ("host": as make check runs them);
-# IDLE=1: the guest was given a cpuidle driver, so the idle test must run.
+# run_env WHERE [IDLE [TIME_SCALE]]: the settings of the test set
+# (tests/kernels/run-set.sh) in a guest ("guest") or on the host ("host": as
+# make check runs them); IDLE=1: the guest was given a cpuidle driver, so
+# the idle test must run; TIME_SCALE: the tests' (default: TCG's).
 run_env() {
     echo "PLACED_SRC='$src'"
     echo "PLACED_BUILD='$build'"
     echo "PLACED_MATRIX_TESTS='$tests'"
+    echo "PLACED_MATRIX_MUST_RUN='${PLACED_MATRIX_MUST_RUN:-}'"
     [ "$1" = guest ] || return 0
     echo "PLACED_MATRIX_NEED_IDLE=${2:-0}"
     echo "# guest-init.sh mounts cgroup v2 with the cpuset controller: its test must run."
     echo "PLACED_MATRIX_NEED_CGROUP2=1"
     echo "PLACED_MATRIX_RETRY=1"
-    echo "PLACED_TEST_TIME_SCALE='$time_scale'"
+    echo "PLACED_TEST_TIME_SCALE='${3:-$time_scale}'"
     echo "PLACED_LIVE_STEPS='$live_steps'"
     echo "PLACED_TEST_SKIP='$skip_tests'"
+    local v
+    for v in ${PLACED_MATRIX_GUEST_ENV:-}; do printf '%s=%q\n' "$v" "${!v:-}"; done
     echo "# Under TCG a packed pair need not gain: the trial may rightly hand it back."
     echo "PLACED_PACKING_MAY_LOSE=1"
 }
@@ -136,6 +180,15 @@ fail_excerpt() {
         }' "$log"
 }
 
+# topology_of RES: ", 2 packages, 4 LLCs, 2 nodes" as the guest's sysfs
+# showed them (run-set.sh wrote them), with PLACED_MATRIX_SHOW_TOPOLOGY=1.
+topology_of() {
+    [ "${PLACED_MATRIX_SHOW_TOPOLOGY:-0}" = 1 ] || return 0
+    local t
+    t=$(cat "$1/topology" 2>/dev/null) || t="topology unknown"
+    echo ", $t"
+}
+
 # idle_of RES: which cpuidle driver the kernel had (run-set.sh wrote it).
 idle_of() {
     local d
@@ -150,13 +203,13 @@ report() {
     local kver=$1 where=$2 res=$3 secs=$4 summary bad line name
     summary=$(cat "$res/summary" 2>/dev/null || true)
     if [ -z "$summary" ]; then
-        echo "kernel $kver ($where): did not finish (${secs} s; console: $res/console.log)"
+        echo "$label $kver ($where): did not finish (${secs} s; console: $res/console.log)"
         tail -n 15 "$res/console.log" "$res/output.log" 2>/dev/null | sed 's/^/    | /'
         failed_any=1
         return
     fi
     bad=$(grep -E -m 3 'Oops|BUG:|Kernel panic|WARNING:|Call Trace' "$res/console.log" 2>/dev/null || true)
-    echo "kernel $kver ($where): $summary (${secs} s)"
+    echo "$label $kver ($where): $summary (${secs} s)"
     if ! [[ $summary =~ \ 0\ failed ]]; then
         failed_any=1
         while read -r line; do
@@ -182,27 +235,18 @@ report() {
     fi
 }
 
-# boot KVER VMLINUZ MODULE_ROOT [IDLE]: the test set in one VM, given a
-# cpuidle driver when IDLE is 1; prints the kernel's line.
-boot() {
-    local kver=$1 vmlinuz=$2 kroot=$3 idle=${4:-0} res=$results/$1 start acpi=()
-    [ "$idle" = 0 ] || res=$res+cpuidle
-    rm -rf "$res"
-    mkdir -p "$res/logs"
-    "$here/mkinitramfs.sh" "$kroot" "$kver" "$res/initramfs.img"
-    run_env guest "$idle" >"$res/run.env"
-    if [ "$idle" = 1 ]; then
-        # A _CST for each CPU: the guest's acpi_idle then registers (mkssdt-cst.sh).
-        "$here/mkssdt-cst.sh" "$ncpus" "$res/cst.aml"
-        acpi=(-acpitable "sig=SSDT,rev=2,oem_id=PLACED,oem_table_id=PLACDCST,data=$res/cst.aml")
-    fi
-    start=$SECONDS
-    # maxcpus=1: the guest boots on one CPU and brings the other online once
-    # it has switched on what would otherwise patch kernel text while both
-    # run (guest-init.sh); noreplace-smp: nor are the SMP alternatives
-    # patched back in when the second CPU comes online.
+# start_vm RES ACCEL CPU VMLINUZ: the VM of RES, in the background, its
+# console in RES/console.log and qemu's own output in RES/qemu.log; sets vm
+# (the pid of the timeout around qemu, which passes a SIGTERM on to it).
+#
+# maxcpus=1: the guest boots on one CPU and brings the others online once
+# it has switched on what would otherwise patch kernel text while more than
+# one runs (guest-init.sh); noreplace-smp: nor are the SMP alternatives
+# patched back in when the other CPUs come online.
+start_vm() {
+    local res=$1 accel=$2 cpu=$3 vmlinuz=$4
     timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
-        -machine q35 -accel "$accel" -cpu max -smp "$ncpus" -m "$mem" "${acpi[@]}" \
+        -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem" "${numa[@]}" "${acpi[@]}" \
         -nodefaults -no-reboot -display none -monitor none -serial "file:$res/console.log" \
         -kernel "$vmlinuz" -initrd "$res/initramfs.img" \
         -append "console=ttyS0 panic=-1 loglevel=4 maxcpus=1 noreplace-smp placed_init=$here/guest-init.sh placed_src=$src" \
@@ -212,8 +256,83 @@ boot() {
         -device virtio-9p-pci,fsdev=results,mount_tag=results \
         -fsdev "local,id=srctree,path=$src,readonly=on,security_model=none,multidevs=remap" \
         -device virtio-9p-pci,fsdev=srctree,mount_tag=srctree \
-        </dev/null >"$res/qemu.log" 2>&1 || true
-    report "$kver" "qemu $accel_name, $ncpus CPUs$(idle_of "$res")" "$res" $((SECONDS - start))
+        </dev/null >"$res/qemu.log" 2>&1 &
+    vm=$!
+}
+
+# kvm_boots RES VMLINUZ: starts the VM under KVM, with each -cpu of
+# PLACED_MATRIX_KVM_CPU in turn, and returns 0 once the guest has printed
+# its first line (guest-init.sh's "guest: kernel ..."), leaving it running
+# as $vm. Else kills each, keeps its console and qemu output as
+# RES/kvm-N-console.log and RES/kvm-N-qemu.log, sets kvm_why (what stopped
+# each) and returns 1. /dev/kvm is not enough: on some of our machines
+# nested KVM stops Debian's 6.12 at once ("KVM internal error. Suberror: 1
+# ... emulation failure", with -cpu max and -cpu host), and on one qemu 7.2
+# aborted with -cpu host and -cpu max ("failed to set MSR 0x10a"), which
+# -cpu host,-arch-capabilities avoids, only to meet the emulation failure.
+kvm_boots() {
+    local res=$1 cpu end n=0 why
+    kvm_why=
+    if [ ! -w /dev/kvm ]; then
+        kvm_why="no /dev/kvm"
+        return 1
+    fi
+    for cpu in $kvm_cpu; do
+        n=$((n + 1))
+        end=$((SECONDS + kvm_wait))
+        start_vm "$res" kvm "$cpu" "$2"
+        while [ $SECONDS -lt "$end" ]; do
+            grep -q '^guest: kernel ' "$res/console.log" 2>/dev/null && return 0
+            grep -q 'KVM internal error' "$res/qemu.log" 2>/dev/null && break
+            kill -0 "$vm" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill "$vm" 2>/dev/null || true
+        { wait "$vm"; } 2>/dev/null || true
+        why=$(grep -v -i warning "$res/qemu.log" | grep -m 1 -E -i 'error|assert|fail' |
+            sed 's/^qemu-system-x86_64: //' | cut -c1-80 || true)
+        kvm_why+="${kvm_why:+; }-cpu $cpu: ${why:-no console line within $kvm_wait s}"
+        mv "$res/console.log" "$res/kvm-$n-console.log" 2>/dev/null || true
+        mv "$res/qemu.log" "$res/kvm-$n-qemu.log"
+    done
+    rm -f "$res/summary" "$res/results"
+    return 1
+}
+
+# boot KVER VMLINUZ MODULE_ROOT [IDLE]: the test set in one VM, given a
+# cpuidle driver when IDLE is 1; prints the kernel's line. With
+# PLACED_MATRIX_ACCEL=auto, under KVM when the guest comes up there, else
+# under TCG, saying why.
+boot() {
+    local kver=$1 vmlinuz=$2 kroot=$3 idle=${4:-0} res=$results/$1 start where
+    acpi=()
+    [ "$idle" = 0 ] || res=$res+cpuidle
+    rm -rf "$res"
+    mkdir -p "$res/logs"
+    "$here/mkinitramfs.sh" "$kroot" "$kver" "$res/initramfs.img"
+    if [ "$idle" = 1 ]; then
+        # A _CST for each CPU: the guest's acpi_idle then registers (mkssdt-cst.sh).
+        "$here/mkssdt-cst.sh" "$ncpus" "$res/cst.aml"
+        acpi=(-acpitable "sig=SSDT,rev=2,oem_id=PLACED,oem_table_id=PLACDCST,data=$res/cst.aml")
+    fi
+    start=$SECONDS
+    if [ "$accel" = auto ]; then
+        run_env guest "$idle" "$kvm_time_scale" >"$res/run.env"
+        # (qemu aborting under KVM would make bash say so on stderr.)
+        if kvm_boots "$res" "$vmlinuz" 2>/dev/null; then
+            where="qemu KVM"
+        else
+            where="qemu TCG, as KVM did not boot it: $kvm_why"
+            run_env guest "$idle" >"$res/run.env"
+            start_vm "$res" "$tcg_accel" "$cpu_model" "$vmlinuz"
+        fi
+    else
+        where="qemu $(echo "${accel%%,*}" | tr '[:lower:]' '[:upper:]')" # TCG
+        run_env guest "$idle" >"$res/run.env"
+        start_vm "$res" "$accel" "$cpu_model" "$vmlinuz"
+    fi
+    wait "$vm" || true
+    report "$kver" "$where, $ncpus CPUs$(topology_of "$res")$(idle_of "$res")" "$res" $((SECONDS - start))
 }
 
 # on_host KVER WHY: the same test set on the host, for the running kernel.
@@ -251,13 +370,13 @@ for word in $kernels; do
         fi
         continue
     fi
-    kver=$("$here/fetch-kernel.sh" "$cache" "$k") || { echo "kernel $k: cannot fetch it"; failed_any=1; continue; }
+    kver=$("$here/fetch-kernel.sh" "$cache" "$k") || { echo "$label $k: cannot fetch it"; failed_any=1; continue; }
     if [[ " ${booted[*]} " == *" $kver$suffix "* ]]; then
-        echo "kernel $kver$suffix ($word): tested above"
+        echo "$label $kver$suffix ($word): tested above"
         continue
     fi
     booted+=("$kver$suffix")
     boot "$kver" "$cache/$kver/boot/vmlinuz-$kver" "$cache/$kver" "$idle"
 done
-echo "check-kernels: $((SECONDS - t_all)) s in all"
+echo "$name: $((SECONDS - t_all)) s in all"
 exit $failed_any

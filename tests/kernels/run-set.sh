@@ -11,11 +11,13 @@
 # "N passed, N failed, N skipped", to RESULTS_DIR/summary. A test that
 # prints no closing line, or names no test, counts as failed, and so does a
 # skip of the sampler, placement or fallback test, or in a guest of the
-# cgroup v2 cpuset test (MUST_RUN); their line in
-# RESULTS_DIR/results then reads FAIL. The idle test runs only where the
+# cgroup v2 cpuset test, and of those named in PLACED_MATRIX_MUST_RUN
+# (MUST_RUN); their line in RESULTS_DIR/results then reads FAIL. The idle test runs only where the
 # kernel has idle states; with PLACED_MATRIX_NEED_IDLE=1 (a guest given a
 # cpuidle driver, see run-matrix.sh) their absence is a failure. The cpuidle
-# driver (or "none") goes to RESULTS_DIR/cpuidle-driver. With
+# driver (or "none") goes to RESULTS_DIR/cpuidle-driver, and the machine's
+# packages, LLCs and NUMA nodes ("2 packages, 4 LLCs, 2 nodes", from sysfs)
+# to RESULTS_DIR/topology. With
 # PLACED_MATRIX_RETRY=1 (in a guest: TCG's timing is not a machine's) a
 # failed test runs once more; its first log is kept as NAME.first-try.log,
 # its FAIL lines go to RESULTS_DIR/results as RETRY lines, and the closing
@@ -37,13 +39,38 @@ run_test() {
     [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ && $s =~ ^[0-9]+$ ]] || { p=0 f=1 s=0; say "$1: no closing line"; }
     [ $((p + f + s)) -gt 0 ] || { f=1; say "$1: no such test was run"; }
 }
-MUST_RUN="test-wake-source-live test-placement-live test-kernel-fallback-live"
+MUST_RUN="test-wake-source-live test-placement-live test-kernel-fallback-live ${PLACED_MATRIX_MUST_RUN:-}"
 # In a guest (PLACED_MATRIX_NEED_CGROUP2=1) cgroup v2 has the cpuset
 # controller, so the v2 actuator's test skipping is a failure there too; on
 # the host the controller may be bound to cgroup v1.
 [ "${PLACED_MATRIX_NEED_CGROUP2:-0}" != 1 ] || MUST_RUN="$MUST_RUN test-act-cpuset-v2-live"
 driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) || driver=none
 echo "${driver:-none}" >"$res/cpuidle-driver"
+
+# count N WORD: "1 WORD" or "N WORDs".
+count() { if [ "$1" = 1 ]; then echo "1 $2"; else echo "$1 $2s"; fi; }
+# The machine as its sysfs shows it: packages; LLCs, each CPU's data or
+# unified cache of the highest level, told apart by the CPUs sharing it;
+# NUMA nodes.
+topology() {
+    local cpu d level best list packages=() llcs=() nodes
+    for cpu in /sys/devices/system/cpu/cpu[0-9]*; do
+        [ -r "$cpu/topology/physical_package_id" ] || continue # offline
+        packages+=("$(cat "$cpu/topology/physical_package_id")")
+        best=-1 list=
+        for d in "$cpu"/cache/index[0-9]*; do
+            [ "$(cat "$d/type" 2>/dev/null)" != Instruction ] || continue
+            level=$(cat "$d/level" 2>/dev/null) || continue
+            [ "$level" -gt "$best" ] || continue
+            best=$level list=$(cat "$d/shared_cpu_list")
+        done
+        llcs+=("${list:-none}")
+    done
+    nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' 2>/dev/null | wc -l)
+    echo "$(count "$(printf '%s\n' "${packages[@]}" | sort -u | wc -l)" package)," \
+        "$(count "$(printf '%s\n' "${llcs[@]}" | sort -u | wc -l)" LLC), $(count "${nodes:-0}" node)"
+}
+topology >"$res/topology"
 for t in $PLACED_MATRIX_TESTS; do
     if [ "$t" = test-idle-live ] && [ ! -e /sys/devices/system/cpu/cpu0/cpuidle/state0 ]; then
         if [ "${PLACED_MATRIX_NEED_IDLE:-0}" = 1 ]; then
