@@ -7,6 +7,7 @@
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
 #   make check-pidns      the live tests inside a PID namespace (tests/run-pidns.sh)
 #   make check-kernels    the live tests inside qemu on Debian 12's kernels (tests/kernels/)
+#   make check-topologies the live topology test in a qemu guest of 2 packages, 4 LLCs, 2 nodes (tests/topologies/)
 #   make fuzz      each libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS (in build-fuzz/)
 #   make install   honours DESTDIR and PREFIX
 #   make deb       the Debian package, in build/deb/ (make check-package tests it)
@@ -219,6 +220,13 @@ check-pidns: all $(TEST_BINS) $(BENCH_BINS) $(REPLAY_BINS) $(HELPER_BINS)
 .PHONY: check-kernels
 check-kernels: all $(TEST_BINS) $(BENCH_BINS)
 	@tests/kernels/run-matrix.sh $(BUILD)
+
+# Debian 12's 6.12 in a qemu guest of 2 packages, 4 LLCs (2 a package), SMT
+# and 2 NUMA nodes, under KVM where it boots there, else TCG, with the live
+# topology test inside; one line (tests/topologies/run-topologies.sh).
+.PHONY: check-topologies
+check-topologies: all $(TEST_BINS) $(BENCH_BINS)
+	@tests/topologies/run-topologies.sh $(BUILD)
 
 # The Debian package, built with dpkg-buildpackage in a copy of the tree (it
 # writes its results into the parent directory) and moved into $(DEB_OUT):
