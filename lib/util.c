@@ -14,10 +14,16 @@
 
 /* ---- U64Map ---------------------------------------------------------- */
 
+/* One slot: its key, value and whether it is used, in one 16-byte cell, so
+ * that a probe costs one cache line, not three. */
+typedef struct U64Slot {
+        uint64_t key;
+        uint32_t value;
+        uint32_t used;
+} U64Slot;
+
 struct U64Map {
-        uint64_t *keys;
-        uint32_t *values;
-        uint8_t *used;
+        U64Slot *slots;
         size_t cap; /* power of two, or 0 */
         size_t n;
 };
@@ -41,47 +47,33 @@ int u64map_new(U64Map **ret) {
 U64Map *u64map_free(U64Map *m) {
         if (!m)
                 return NULL;
-        free(m->keys);
-        free(m->values);
-        free(m->used);
+        free(m->slots);
         free(m);
         return NULL;
 }
 
 static int u64map_grow(U64Map *m) {
         size_t cap = m->cap ? m->cap * 2 : 64;
-        uint64_t *keys = calloc(cap, sizeof(*keys));
-        uint32_t *values = calloc(cap, sizeof(*values));
-        uint8_t *used = calloc(cap, 1);
-        if (!keys || !values || !used) {
-                free(keys);
-                free(values);
-                free(used);
+        U64Slot *slots = calloc(cap, sizeof(*slots));
+        if (!slots)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < m->cap; i++) {
-                if (!m->used[i])
+                if (!m->slots[i].used)
                         continue;
-                size_t j = hash_u64(m->keys[i]) & (cap - 1);
-                while (used[j])
+                size_t j = hash_u64(m->slots[i].key) & (cap - 1);
+                while (slots[j].used)
                         j = (j + 1) & (cap - 1);
-                used[j] = 1;
-                keys[j] = m->keys[i];
-                values[j] = m->values[i];
+                slots[j] = m->slots[i];
         }
-        free(m->keys);
-        free(m->values);
-        free(m->used);
-        m->keys = keys;
-        m->values = values;
-        m->used = used;
+        free(m->slots);
+        m->slots = slots;
         m->cap = cap;
         return 0;
 }
 
 static size_t u64map_slot(const U64Map *m, uint64_t key) {
         size_t i = hash_u64(key) & (m->cap - 1);
-        while (m->used[i] && m->keys[i] != key)
+        while (m->slots[i].used && m->slots[i].key != key)
                 i = (i + 1) & (m->cap - 1);
         return i;
 }
@@ -92,24 +84,24 @@ int u64map_put(U64Map *m, uint64_t key, uint32_t value) {
                 if (r < 0)
                         return r;
         }
-        size_t i = u64map_slot(m, key);
-        if (!m->used[i]) {
-                m->used[i] = 1;
-                m->keys[i] = key;
+        U64Slot *slot = &m->slots[u64map_slot(m, key)];
+        if (!slot->used) {
+                slot->used = 1;
+                slot->key = key;
                 m->n++;
         }
-        m->values[i] = value;
+        slot->value = value;
         return 0;
 }
 
 int u64map_get(const U64Map *m, uint64_t key, uint32_t *ret_value) {
         if (m->cap == 0)
                 return 0;
-        size_t i = u64map_slot(m, key);
-        if (!m->used[i])
+        const U64Slot *slot = &m->slots[u64map_slot(m, key)];
+        if (!slot->used)
                 return 0;
         if (ret_value)
-                *ret_value = m->values[i];
+                *ret_value = slot->value;
         return 1;
 }
 
@@ -117,20 +109,19 @@ int u64map_remove(U64Map *m, uint64_t key) {
         if (m->cap == 0)
                 return 0;
         size_t mask = m->cap - 1, i = u64map_slot(m, key);
-        if (!m->used[i])
+        if (!m->slots[i].used)
                 return 0;
         /* Backward-shift deletion keeps probe chains intact without tombstones. */
-        for (size_t j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-                size_t home = hash_u64(m->keys[j]) & mask;
+        for (size_t j = (i + 1) & mask; m->slots[j].used; j = (j + 1) & mask) {
+                size_t home = hash_u64(m->slots[j].key) & mask;
                 /* move j into the hole at i unless its home lies cyclically in (i, j] */
                 bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
                 if (stays)
                         continue;
-                m->keys[i] = m->keys[j];
-                m->values[i] = m->values[j];
+                m->slots[i] = m->slots[j];
                 i = j;
         }
-        m->used[i] = 0;
+        m->slots[i].used = 0;
         m->n--;
         return 1;
 }
@@ -141,7 +132,7 @@ size_t u64map_size(const U64Map *m) {
 
 void u64map_clear(U64Map *m) {
         if (m->cap)
-                memset(m->used, 0, m->cap);
+                memset(m->slots, 0, m->cap * sizeof(*m->slots));
         m->n = 0;
 }
 
