@@ -154,6 +154,12 @@ static unsigned pipeline_probe_kernel(void) {
         return have;
 }
 
+/* The facts reader's way to the BPF task iterator's records (task-facts.h). */
+static int pipeline_kernel_task(void *userdata, pid_t tid, WakeTaskView *ret) {
+        const Pipeline *p = userdata;
+        return wake_source_task(p->source, tid, ret);
+}
+
 static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
         WakeSourceOptions o = { .ignore_tgid = getpid(),
                                 .sample_period = env->config->sample_period,
@@ -173,6 +179,7 @@ static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
         }
         log_info("Wake sampler: %s.", reason ? reason : wake_source_name(p->source));
         p->wake_source = wake_source_name(p->source);
+        task_facts_reader_set_kernel(p->facts_reader, pipeline_kernel_task, p);
 }
 
 static bool tgid_managed(const Pipeline *p, pid_t tgid) {
@@ -396,6 +403,8 @@ static void pipeline_sample_tasks(Pipeline *p) {
                 if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
                         p->n_facts++;
         }
+        /* The next read's task iterator reports these (and its edges' ends) alone. */
+        (void)wake_source_watch(p->source, ids, n);
 }
 
 /*
@@ -615,11 +624,10 @@ static const TaskFacts *pipeline_placeable(const Pipeline *p, const TaskId *id) 
         return t;
 }
 
-static bool taskid_in(const TaskId *ids, unsigned n, const TaskId *id) {
-        for (unsigned i = 0; i < n; i++)
-                if (ids[i].tid == id->tid && ids[i].start_time == id->start_time)
-                        return true;
-        return false;
+/* Whether id is one of ids[0..n), index: tid -> position in ids. */
+static bool taskid_in(const TaskId *ids, const U64Map *index, const TaskId *id) {
+        uint32_t i;
+        return u64map_get(index, (uint64_t)id->tid, &i) && ids[i].start_time == id->start_time;
 }
 
 /* What became of one group's placement (pipeline_apply_group). */
@@ -770,8 +778,12 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
                         pipeline_unapplied(p, env, pg, &ga);
         }
         /* Tasks placed managed last tick but not now go back to the kernel. */
-        for (unsigned i = 0; i < p->n_managed; i++)
-                if (!taskid_in(managed, n_managed, &p->managed[i]))
+        _cleanup_(u64map_freep) U64Map *index = NULL;
+        bool indexed = u64map_new(&index) >= 0;
+        for (unsigned i = 0; indexed && i < n_managed; i++)
+                indexed = u64map_put(index, (uint64_t)managed[i].tid, i) >= 0;
+        for (unsigned i = 0; indexed && i < p->n_managed; i++)
+                if (!taskid_in(managed, index, &p->managed[i]))
                         (void)act_affinity_release(p->act.affinity, &p->managed[i]);
         free(p->managed);
         p->managed = managed;

@@ -11,9 +11,20 @@
  * process once in its life (keyed by tgid and the leader's start time, so
  * a reused pid is read afresh; an exec() is reported by the proc connector,
  * task_facts_reader_forget_process()).
+ *
+ * With the kernel's records (the BPF task iterator, which walks every task
+ * once a tick anyway) a task costs no file at all in the steady state:
+ * stat, schedstat and status come from its record; its cgroup path and unit
+ * from a cache keyed by the kernel ids of its two cgroups (the unified one
+ * and its cpuset's), which the record carries, so a task that moves is
+ * noticed at once and a cgroup is read once however many tasks it holds
+ * (and again after CGROUP_INFO_TICKS, so a path can go stale only that
+ * long: the read of /proc/TID/cgroup may race with a move); the leader's
+ * start time, which keys the executable, from the leader's record.
  */
 #include "task-facts.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -27,14 +38,17 @@
 #include "fileio.h"
 #include "macro.h"
 #include "string-table.h"
+#include "util.h"
 
 #ifndef SCHED_DEADLINE
 #define SCHED_DEADLINE 6
 #endif
 #define PF_KTHREAD_FLAG 0x00200000U
 
-#define CGROUP_CACHE_MAX 128
-#define EXE_CACHE_TICKS  64 /* an executable not asked for in this many ticks is dropped */
+#define CGROUP_CACHE_MAX  128
+#define EXE_CACHE_TICKS   64   /* an executable not asked for in this many ticks is dropped */
+#define CGROUP_INFO_TICKS 64   /* a cgroup's path is read again after this many ticks */
+#define CGROUP_INFO_MAX   4096 /* cgroups known by kernel ids, at most */
 
 typedef struct CgroupCpus {
         char *path; /* owned */
@@ -48,6 +62,19 @@ typedef struct ExeEntry {
         char *exe;             /* owned */
 } ExeEntry;
 
+/* A cgroup pair known by the kernel ids the task records carry. */
+typedef struct CgroupInfo {
+        uint64_t cgroup_id, cpuset_cgroup_id; /* the key */
+        uint64_t read_tick;                   /* when its paths were read; 0 = free */
+        uint64_t used_tick;
+        uint64_t cpus_tick; /* when cpus was read */
+        char cgroup[TASK_FACTS_PATH_MAX];
+        char cpuset_path[TASK_FACTS_PATH_MAX];
+        char unit[TASK_FACTS_UNIT_MAX];
+        CpuSet cpus;
+        int error; /* reading /proc/TID/cgroup failed: unknown, read again next tick */
+} CgroupInfo;
+
 struct TaskFactsReader {
         char *procfs_root;
         char *cgroup_root; /* NULL: no cpuset facts */
@@ -56,6 +83,14 @@ struct TaskFactsReader {
         unsigned n_cgroups;
         ExeEntry *exes; /* owned, n_exes used of cap_exes */
         unsigned n_exes, cap_exes;
+        U64Map *exe_index; /* tgid -> exes index */
+
+        TaskFactsKernelLookup lookup; /* NULL: /proc alone */
+        void *lookup_userdata;
+        CgroupInfo *infos; /* owned, n_infos used */
+        size_t n_infos, cap_infos;
+        U64Map *info_index; /* cgroup_info_key() -> infos index */
+        uint64_t files_opened;
 };
 
 int task_facts_reader_new(const char *procfs_root, const char *cgroup_root, TaskFactsReader **ret) {
@@ -68,9 +103,24 @@ int task_facts_reader_new(const char *procfs_root, const char *cgroup_root, Task
                 task_facts_reader_free(r);
                 return -ENOMEM;
         }
+        if (u64map_new(&r->exe_index) < 0 || u64map_new(&r->info_index) < 0) {
+                task_facts_reader_free(r);
+                return -ENOMEM;
+        }
         r->tick = 1;
         *ret = r;
         return 0;
+}
+
+void task_facts_reader_set_kernel(TaskFactsReader *r, TaskFactsKernelLookup lookup,
+                                  void *userdata) {
+        assert(r);
+        r->lookup = lookup;
+        r->lookup_userdata = userdata;
+}
+
+uint64_t task_facts_reader_files_opened(const TaskFactsReader *r) {
+        return r ? r->files_opened : 0;
 }
 
 static void reader_clear_cgroups(TaskFactsReader *r) {
@@ -86,10 +136,40 @@ TaskFactsReader *task_facts_reader_free(TaskFactsReader *r) {
         for (unsigned i = 0; i < r->n_exes; i++)
                 free(r->exes[i].exe);
         free(r->exes);
+        u64map_free(r->exe_index);
+        free(r->infos);
+        u64map_free(r->info_index);
         free(r->procfs_root);
         free(r->cgroup_root);
         free(r);
         return NULL;
+}
+
+/* Drops exes[i]; the last entry takes its place. */
+static void exe_remove(TaskFactsReader *r, unsigned i) {
+        free(r->exes[i].exe);
+        u64map_remove(r->exe_index, (uint64_t)r->exes[i].tgid);
+        if (i != --r->n_exes) {
+                r->exes[i] = r->exes[r->n_exes];
+                (void)u64map_put(r->exe_index, (uint64_t)r->exes[i].tgid,
+                                 i); /* only a value changes */
+        }
+}
+
+static uint64_t cgroup_info_key(uint64_t cgroup_id, uint64_t cpuset_cgroup_id) {
+        return cgroup_id * 0x9e3779b97f4a7c15ULL ^ cpuset_cgroup_id;
+}
+
+/* Drops infos[i]; the last entry takes its place. */
+static void info_remove(TaskFactsReader *r, size_t i) {
+        const CgroupInfo *ci = &r->infos[i];
+        u64map_remove(r->info_index, cgroup_info_key(ci->cgroup_id, ci->cpuset_cgroup_id));
+        if (i != --r->n_infos) {
+                r->infos[i] = r->infos[r->n_infos];
+                ci = &r->infos[i];
+                (void)u64map_put(r->info_index,
+                                 cgroup_info_key(ci->cgroup_id, ci->cpuset_cgroup_id), (uint32_t)i);
+        }
 }
 
 void task_facts_reader_new_tick(TaskFactsReader *r) {
@@ -102,19 +182,17 @@ void task_facts_reader_new_tick(TaskFactsReader *r) {
         if (r->tick % EXE_CACHE_TICKS != 0)
                 return;
         for (unsigned i = 0; i < r->n_exes; i++)
-                if (r->exes[i].checked_tick + EXE_CACHE_TICKS < r->tick) {
-                        free(r->exes[i].exe);
-                        r->exes[i--] = r->exes[--r->n_exes];
-                }
+                if (r->exes[i].checked_tick + EXE_CACHE_TICKS < r->tick)
+                        exe_remove(r, i--);
+        for (size_t i = 0; i < r->n_infos; i++)
+                if (r->infos[i].used_tick + CGROUP_INFO_TICKS < r->tick)
+                        info_remove(r, i--);
 }
 
 void task_facts_reader_forget_process(TaskFactsReader *r, pid_t tgid) {
-        for (unsigned i = 0; r && i < r->n_exes; i++)
-                if (r->exes[i].tgid == tgid) {
-                        free(r->exes[i].exe);
-                        r->exes[i] = r->exes[--r->n_exes];
-                        return;
-                }
+        uint32_t i;
+        if (r && u64map_get(r->exe_index, (uint64_t)tgid, &i))
+                exe_remove(r, i);
 }
 
 /* Reads PROCFS_ROOT/TGID/task/TID/NAME. Return: bytes, -ESRCH when gone, negative errno. */
@@ -341,17 +419,12 @@ static bool path_is_safe(const char *path) {
 /*
  * The effective CPUs of the cpuset cgroup path: from the nearest cgroup up
  * to the root that has the file (in v2 the controller may be off below some
- * level; its tasks then get their ancestor's CPUs). Cached for the tick.
+ * level; its tasks then get their ancestor's CPUs). Empty when unknown.
  */
-static void cgroup_cpus(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
+static void cgroup_cpus_read(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
         cpuset_zero(ret);
         if (!r->cgroup_root || !path_is_safe(cgpath))
                 return;
-        for (unsigned i = 0; i < r->n_cgroups; i++)
-                if (strcmp(r->cgroups[i].path, cgpath) == 0) {
-                        *ret = r->cgroups[i].cpus;
-                        return;
-                }
         char dir[PATH_MAX];
         int n = snprintf(dir, sizeof(dir), "%s%s", r->cgroup_root, cgpath);
         if (n < 0 || (size_t)n >= sizeof(dir))
@@ -359,6 +432,7 @@ static void cgroup_cpus(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
         size_t root_len = strlen(r->cgroup_root);
         int k;
         for (;;) {
+                r->files_opened++;
                 k = read_effective(dir, ret);
                 if (k != -ENOENT || strlen(dir) <= root_len)
                         break;
@@ -369,6 +443,16 @@ static void cgroup_cpus(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
         }
         if (k < 0)
                 cpuset_zero(ret);
+}
+
+/* cgroup_cpus_read(), cached for the tick by path. */
+static void cgroup_cpus(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
+        for (unsigned i = 0; i < r->n_cgroups; i++)
+                if (strcmp(r->cgroups[i].path, cgpath) == 0) {
+                        *ret = r->cgroups[i].cpus;
+                        return;
+                }
+        cgroup_cpus_read(r, cgpath, ret);
         if (r->n_cgroups < CGROUP_CACHE_MAX) {
                 char *copy = strdup(cgpath);
                 if (copy)
@@ -376,11 +460,14 @@ static void cgroup_cpus(TaskFactsReader *r, const char *cgpath, CpuSet *ret) {
         }
 }
 
+/* The kernel's record of tid, where the reader has a lookup that knows it. */
+static bool kernel_record(const TaskFactsReader *r, pid_t tid, WakeTaskView *ret) {
+        return r->lookup && r->lookup(r->lookup_userdata, tid, ret) > 0;
+}
+
 static ExeEntry *exe_find(TaskFactsReader *r, pid_t tgid) {
-        for (unsigned i = 0; i < r->n_exes; i++)
-                if (r->exes[i].tgid == tgid)
-                        return &r->exes[i];
-        return NULL;
+        uint32_t i;
+        return u64map_get(r->exe_index, (uint64_t)tgid, &i) ? &r->exes[i] : NULL;
 }
 
 /* The start time of the process tgid (its leader thread). */
@@ -389,7 +476,13 @@ static int leader_start(TaskFactsReader *r, const TaskFacts *t, uint64_t *ret) {
                 *ret = t->id.start_time;
                 return 0;
         }
+        WakeTaskView kt;
+        if (kernel_record(r, t->id.tid, &kt) && kt.id.start_time == t->id.start_time) {
+                *ret = kt.leader_start_time;
+                return 0;
+        }
         TaskFacts leader;
+        r->files_opened++;
         int k = task_facts_read_stat(r->procfs_root, t->tgid, t->tgid, &leader);
         if (k < 0)
                 return k;
@@ -418,6 +511,7 @@ static void task_exe(TaskFactsReader *r, TaskFacts *t) {
         int n = snprintf(path, sizeof(path), "%s/%d/exe", r->procfs_root, (int)t->tgid);
         if (n < 0 || (size_t)n >= sizeof(path))
                 return;
+        r->files_opened++;
         ssize_t len = readlink(path, t->exe, sizeof(t->exe) - 1);
         t->exe[len > 0 ? len : 0] = '\0';
         if (len >= (ssize_t)sizeof(t->exe) - 1)
@@ -436,9 +530,13 @@ static void task_exe(TaskFactsReader *r, TaskFacts *t) {
                 r->exes = grown;
                 r->cap_exes = cap;
         }
-        if (!e)
+        if (!e) {
+                if (u64map_put(r->exe_index, (uint64_t)t->tgid, r->n_exes) < 0) {
+                        free(copy);
+                        return;
+                }
                 e = &r->exes[r->n_exes++];
-        else
+        } else
                 free(e->exe);
         *e = (ExeEntry){
                 .tgid = t->tgid, .leader_start = start, .checked_tick = r->tick, .exe = copy
@@ -447,6 +545,7 @@ static void task_exe(TaskFactsReader *r, TaskFacts *t) {
 
 static int read_cgroup_facts(TaskFactsReader *r, TaskFacts *t) {
         char buf[8192], cpuset_path[TASK_FACTS_PATH_MAX];
+        r->files_opened++;
         int k = read_task_file(r->procfs_root, t->tgid, t->id.tid, "cgroup", buf, sizeof(buf));
         if (k < 0)
                 return k == -EFBIG ? -EINVAL : k;
@@ -464,10 +563,131 @@ static int read_cgroup_facts(TaskFactsReader *r, TaskFacts *t) {
         return 0;
 }
 
+/*
+ * The cgroup facts of the cgroups the kernel's record names: cached by
+ * their ids, read from the task's /proc/TID/cgroup when new or older than
+ * CGROUP_INFO_TICKS; their effective CPUs once a tick. Return: the entry,
+ * NULL when the cache is full or out of memory (unknown), or -ESRCH in
+ * *ret_error when the task is gone.
+ */
+static const CgroupInfo *cgroup_info(TaskFactsReader *r, const WakeTaskView *k, int *ret_error) {
+        const struct wake_task_info *in = k->info;
+        uint64_t key = cgroup_info_key(in->cgroup_id, in->cpuset_cgroup_id);
+        CgroupInfo *ci = NULL;
+        uint32_t i;
+
+        *ret_error = 0;
+        if (u64map_get(r->info_index, key, &i))
+                ci = &r->infos[i]; /* a colliding pair of other ids is replaced */
+        if (!ci) {
+                if (r->n_infos >= CGROUP_INFO_MAX ||
+                    array_grow((void **)&r->infos, &r->cap_infos, r->n_infos + 1,
+                               sizeof(CgroupInfo)) < 0 ||
+                    u64map_put(r->info_index, key, (uint32_t)r->n_infos) < 0)
+                        return NULL;
+                ci = &r->infos[r->n_infos++];
+                ci->read_tick = 0;
+        }
+        bool same = ci->read_tick && ci->cgroup_id == in->cgroup_id &&
+                    ci->cpuset_cgroup_id == in->cpuset_cgroup_id;
+        if (!same || ci->error || ci->read_tick + CGROUP_INFO_TICKS <= r->tick) {
+                char buf[8192];
+                ci->cgroup_id = in->cgroup_id;
+                ci->cpuset_cgroup_id = in->cpuset_cgroup_id;
+                ci->read_tick = r->tick;
+                ci->cpus_tick = 0;
+                ci->cgroup[0] = ci->cpuset_path[0] = ci->unit[0] = '\0';
+                r->files_opened++;
+                int e = read_task_file(r->procfs_root, (pid_t)in->tgid, k->id.tid, "cgroup", buf,
+                                       sizeof(buf));
+                if (e == -ESRCH) {
+                        ci->read_tick = 0; /* nothing learnt */
+                        *ret_error = e;
+                        return NULL;
+                }
+                if (e >= 0)
+                        e = task_facts_parse_cgroup(buf, ci->cgroup, ci->cpuset_path,
+                                                    sizeof(ci->cgroup));
+                if (e == -ENOBUFS) /* deeper than any real cgroup: unknown */
+                        ci->cgroup[0] = ci->cpuset_path[0] = '\0';
+                else if (e >= 0)
+                        (void)task_facts_unit_from_cgroup(ci->cgroup, ci->unit, sizeof(ci->unit));
+                ci->error = e < 0 && e != -ENOENT && e != -ENOBUFS ? e : 0;
+        }
+        ci->used_tick = r->tick;
+        if (ci->cpus_tick != r->tick) {
+                if (ci->cpuset_path[0])
+                        cgroup_cpus_read(r, ci->cpuset_path, &ci->cpus);
+                else
+                        cpuset_zero(&ci->cpus);
+                ci->cpus_tick = r->tick;
+        }
+        return ci;
+}
+
+/* /proc's one-letter state (fs/proc/array.c) from the kernel's __state and exit_state. */
+static char state_letter(uint32_t state, uint32_t exit_state) {
+        static const char letters[] = "RSDTtXZPI";   /* by fls() of the reported bits */
+        uint32_t bits = (state | exit_state) & 0x7f; /* TASK_REPORT */
+        if (state == 0x402)                          /* TASK_IDLE */
+                return 'I';
+        if (state == 0x1000) /* TASK_RTLOCK_WAIT: reported as uninterruptible */
+                bits = 0x2;
+        return letters[bits ? 32 - __builtin_clz(bits) : 0];
+}
+
+_Static_assert(TASK_FACTS_COMM_MAX == WAKE_COMM_LEN, "a comm is the kernel's TASK_COMM_LEN");
+
+/*
+ * Every fact of the task k from its record, its cgroups' cache and its
+ * process's executable. Return: 0, or -ESRCH (gone; *t untouched).
+ */
+static int facts_from_kernel(TaskFactsReader *r, const WakeTaskView *k, TaskFacts *t) {
+        const struct wake_task_info *in = k->info;
+        int e;
+        const CgroupInfo *ci = cgroup_info(r, k, &e);
+        if (e < 0)
+                return e;
+        t->id = k->id;
+        t->tgid = (pid_t)in->tgid;
+        t->ppid = (pid_t)in->ppid;
+        memcpy(t->comm, in->comm, sizeof(t->comm));
+        t->comm[sizeof(t->comm) - 1] = '\0';
+        t->state = state_letter(in->state, in->exit_state);
+        t->flags = in->flags;
+        t->processor = in->cpu;
+        t->rt_priority = in->rt_priority;
+        t->policy = in->policy;
+        t->run_ns = in->run_ns;
+        t->run_delay_ns = in->run_delay_ns;
+        t->timeslices = in->pcount;
+        cpuset_zero(&t->allowed);
+        for (unsigned w = 0; w < MIN(k->mask_words, (unsigned)CPUSET_WORDS); w++)
+                t->allowed.bits[w] = k->cpus_mask[w];
+        if (ci) {
+                memcpy(t->cgroup, ci->cgroup, sizeof(t->cgroup));
+                memcpy(t->unit, ci->unit, sizeof(t->unit));
+                t->cpuset_cpus = ci->cpus;
+        } else {
+                t->cgroup[0] = t->unit[0] = '\0';
+                cpuset_zero(&t->cpuset_cpus);
+        }
+        task_exe(r, t);
+        return 0;
+}
+
 int task_facts_read(TaskFactsReader *r, pid_t tgid, pid_t tid, TaskFacts *ret) {
         char buf[8192];
         if (!r || !ret || tid <= 0)
                 return -EINVAL;
+
+        WakeTaskView kt;
+        if (kernel_record(r, tid, &kt)) {
+                if (tgid > 0 && kt.info->tgid != (uint32_t)tgid)
+                        return -ESRCH; /* not a thread of that process (any more) */
+                return facts_from_kernel(r, &kt, ret);
+        }
+        r->files_opened += 3;
 
         /* A TaskFacts is a few KiB: build it in place of the caller's only on success. */
         _cleanup_free_ TaskFacts *t = malloc(sizeof(*t));

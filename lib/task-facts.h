@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-task facts, read once a tick: the one /proc parser of placed.
+ * Per-task facts, read once a tick: the one /proc parser of placed, and the
+ * one reader of the same facts from the kernel's task iterator where the
+ * BPF sampler runs one (task_facts_reader_set_kernel()).
  *
  * The sample stage reads, for each task of the wake graph, everything the
  * later stages need about it, from PROCFS_ROOT/TGID/task/TID/:
@@ -31,6 +33,7 @@
 
 #include "cpuset.h"
 #include "group.h"
+#include "wake.h"
 
 #define TASK_FACTS_COMM_MAX 16
 #define TASK_FACTS_PATH_MAX 1024
@@ -80,15 +83,33 @@ typedef struct TaskFactsReader TaskFactsReader;
 int task_facts_reader_new(const char *procfs_root, const char *cgroup_root, TaskFactsReader **ret);
 TaskFactsReader *task_facts_reader_free(TaskFactsReader *r);
 
+/*
+ * Where a reader finds the kernel's own record of a task (the BPF source's
+ * task iterator, wake_source_task()): return 1 and *ret, or 0. Such a task's
+ * stat, schedstat and status facts come from the record, and no file is
+ * opened for it but, once per cgroup and once per process, its cgroup and
+ * its executable (cached by the cgroup's kernel ids and the process's
+ * identity). Tasks it does not know are read from /proc.
+ */
+typedef int (*TaskFactsKernelLookup)(void *userdata, pid_t tid, WakeTaskView *ret);
+
+/* Installs lookup (NULL: /proc alone); userdata is the caller's. */
+void task_facts_reader_set_kernel(TaskFactsReader *r, TaskFactsKernelLookup lookup, void *userdata);
+
 /* Starts a tick: cgroups' effective CPUs are read again, once each. */
 void task_facts_reader_new_tick(TaskFactsReader *r);
+
+/* Files opened since the reader was made (for the tests of the kernel path). */
+uint64_t task_facts_reader_files_opened(const TaskFactsReader *r);
 
 /* A process exited or exec()ed: drop its cached executable. */
 void task_facts_reader_forget_process(TaskFactsReader *r, pid_t tgid);
 
 /*
- * task_facts_read() - all of tid's facts. tgid 0 reads through
- * PROCFS_ROOT/TID/task/TID (works for any thread); pass it where known.
+ * task_facts_read() - all of tid's facts: from the kernel's record where
+ * the reader has one (task_facts_reader_set_kernel()), else from /proc.
+ * tgid 0 reads through PROCFS_ROOT/TID/task/TID (works for any thread); pass
+ * it where known.
  *
  * Return: 0 and *ret; -ESRCH when the task is gone (or is not a thread of
  * tgid); -EINVAL on a malformed file; other negative errno. *ret is

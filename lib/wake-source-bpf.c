@@ -54,6 +54,12 @@ typedef struct RunTaken {
         bool valid;
 } RunTaken;
 
+/* A task the caller watches, and its task_struct's address once a read reported it. */
+typedef struct WatchedTask {
+        TaskId id;
+        uint64_t task; /* 0: not reported yet (it is, once it is an edge's end) */
+} WatchedTask;
+
 typedef struct BpfWake {
         WakeSourceOptions opts;
         struct wake_bpf *skel;
@@ -71,11 +77,18 @@ typedef struct BpfWake {
         uint32_t cache_sets;                   /* per CPU */
         uint32_t *log_memo; /* owned: LOG_MEMO_SIZE EdgeSeen indexes + 1 by log_memo_slot() */
         unsigned n_cpus;
-        uint64_t ns_per_tick;         /* start_boottime ns -> clock ticks (TaskId.start_time) */
-        uint64_t ns_per_jiffy;        /* the kernel's tick; 0 = unknown */
-        struct wake_task_info *infos; /* owned: the task iterator's latest output */
-        size_t n_infos, infos_size;   /* records; bytes allocated */
-        U64Map *info_by_task;         /* task_struct address -> infos index */
+        uint64_t ns_per_tick;       /* start_boottime ns -> clock ticks (TaskId.start_time) */
+        uint64_t ns_per_jiffy;      /* the kernel's tick; 0 = unknown */
+        char *infos;                /* owned: the task iterator's latest output, records of */
+        size_t info_size;           /* bytes: a wake_task_info and its CPU mask (wake.h) */
+        size_t n_infos, infos_size; /* records; bytes allocated */
+        U64Map *info_by_task;       /* task_struct address -> infos index */
+        U64Map *info_by_tid;        /* tid -> infos index */
+        uint64_t *wanted; /* mmap of the task_wanted bitmap: the tasks the iterator reports */
+        size_t wanted_size;
+        WatchedTask *watch; /* owned: the tasks the caller watches (wake_source_watch()) */
+        size_t n_watch, n_watch_alloc;
+        U64Map *watch_index; /* tid -> watch index */
 } BpfWake;
 
 static uint64_t clock_tick_ns(void) {
@@ -178,6 +191,11 @@ static int bpf_map_arrays(BpfWake *s) {
         if (r < 0)
                 return r;
         s->cache = p;
+        r = bpf_map_array(s->skel->maps.task_wanted, sizeof(uint64_t), WAKE_WANTED_BITS / 64,
+                          PROT_READ | PROT_WRITE, &p, &s->wanted_size);
+        if (r < 0)
+                return r;
+        s->wanted = p;
         return 0;
 }
 
@@ -241,6 +259,8 @@ static int bpf_wake_load(BpfWake *s) {
                 wake_bpf__destroy(skel);
                 return r;
         }
+        skel->rodata->mask_words = MIN(WAKE_MASK_WORDS(s->n_cpus), WAKE_MASK_WORDS_MAX);
+        s->info_size = sizeof(struct wake_task_info) + skel->rodata->mask_words * sizeof(uint64_t);
         r = wake_bpf__load(skel);
         if (r == 0)
                 r = bpf_attach_ordered(skel);
@@ -255,7 +275,8 @@ static int bpf_wake_load(BpfWake *s) {
         s->log_memo = calloc(LOG_MEMO_SIZE, sizeof(*s->log_memo));
         s->taken = calloc(s->n_cpus, sizeof(*s->taken));
         if (!s->log_memo || !s->taken || u64map_new(&s->edge_seen_map) < 0 ||
-            u64map_new(&s->info_by_task) < 0)
+            u64map_new(&s->info_by_task) < 0 || u64map_new(&s->info_by_tid) < 0 ||
+            u64map_new(&s->watch_index) < 0)
                 return -ENOMEM;
         s->ns_per_tick = clock_tick_ns();
         s->ns_per_jiffy = kernel_tick_ns();
@@ -283,22 +304,28 @@ static int bpf_read_counters(BpfWake *s, WakeBatch *b) {
         return 0;
 }
 
-/* Runs the task iterator: every task's identity and kernel flip state, by address. */
+/* Record i of the task iterator's latest output. */
+static const struct wake_task_info *bpf_info_at(const BpfWake *s, size_t i) {
+        return (const struct wake_task_info *)(s->infos + i * s->info_size);
+}
+
+/* Runs the task iterator: every task's identity, kernel flip state and facts, by address and TID.
+ */
 static int bpf_read_tasks(BpfWake *s) {
         _cleanup_close_ int fd = bpf_iter_create(bpf_link__fd(s->skel->links.wake_task_iter));
         size_t used = 0;
         if (fd < 0)
                 return negative_errno();
         for (;;) {
-                if (s->infos_size - used < 64 * sizeof(struct wake_task_info)) {
-                        size_t n = MAX(s->infos_size * 2, 1024 * sizeof(struct wake_task_info));
+                if (s->infos_size - used < 64 * s->info_size) {
+                        size_t n = MAX(s->infos_size * 2, 1024 * s->info_size);
                         void *p = realloc(s->infos, n);
                         if (!p)
                                 return -ENOMEM;
                         s->infos = p;
                         s->infos_size = n;
                 }
-                ssize_t k = read(fd, (char *)s->infos + used, s->infos_size - used);
+                ssize_t k = read(fd, s->infos + used, s->infos_size - used);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
@@ -307,18 +334,22 @@ static int bpf_read_tasks(BpfWake *s) {
                         break;
                 used += (size_t)k;
         }
-        s->n_infos = used / sizeof(struct wake_task_info);
+        s->n_infos = used / s->info_size;
         u64map_clear(s->info_by_task);
-        for (size_t i = 0; i < s->n_infos; i++)
-                if (u64map_put(s->info_by_task, s->infos[i].task, (uint32_t)i) < 0)
+        u64map_clear(s->info_by_tid);
+        for (size_t i = 0; i < s->n_infos; i++) {
+                const struct wake_task_info *info = bpf_info_at(s, i);
+                if (u64map_put(s->info_by_task, info->task, (uint32_t)i) < 0 ||
+                    u64map_put(s->info_by_tid, info->tid, (uint32_t)i) < 0)
                         return -ENOMEM;
+        }
         return 0;
 }
 
 /* The iterator's record of the task at this address, or NULL (exited since). */
 static const struct wake_task_info *bpf_task_info(const BpfWake *s, uint64_t task) {
         uint32_t i;
-        return u64map_get(s->info_by_task, task, &i) ? &s->infos[i] : NULL;
+        return u64map_get(s->info_by_task, task, &i) ? bpf_info_at(s, i) : NULL;
 }
 
 /*
@@ -713,13 +744,47 @@ static int bpf_take_edges(BpfWake *s, WakeBatch *b, bool prune) {
         return r;
 }
 
+static void bpf_want(BpfWake *s, uint64_t task) {
+        uint32_t bit = wake_wanted_bit(task);
+        s->wanted[bit / 64] |= UINT64_C(1) << (bit % 64);
+}
+
+/*
+ * Sets what the iterator reports this read: the ends of every edge tracked
+ * (EdgeSeen: grown within BPF_IDLE_READS reads, or seen now), and the
+ * watched tasks whose address a read reported (an edge's end, once).
+ */
+static void bpf_want_tasks(BpfWake *s) {
+        memset(s->wanted, 0, WAKE_WANTED_BITS / 8);
+        for (size_t i = 0; i < s->n_edge_seen; i++) {
+                bpf_want(s, s->edge_seen[i].key.waker_task);
+                bpf_want(s, s->edge_seen[i].key.wakee_task);
+        }
+        for (size_t i = 0; i < s->n_watch; i++)
+                if (s->watch[i].task)
+                        bpf_want(s, s->watch[i].task);
+}
+
+/* The address of the task id names, from the last read; 0 when it did not report it. */
+static uint64_t bpf_task_address(const BpfWake *s, const TaskId *id) {
+        uint32_t k;
+        if (!u64map_get(s->info_by_tid, (uint64_t)id->tid, &k))
+                return 0;
+        const struct wake_task_info *info = bpf_info_at(s, k);
+        return !id->start_time || info->start_ns / s->ns_per_tick == id->start_time ? info->task
+                                                                                    : 0;
+}
+
+/*
+ * One read: the wake logs, the edge hash and the cache first (what the
+ * edges' ends are), then the task iterator, for those ends and the watched
+ * tasks alone, then each edge's growth for the tasks at its ends. A task
+ * that exits between the two is not attributed (skipped).
+ */
 static int bpf_wake_read(BpfWake *s, WakeBatch *b) {
         int r, partial;
 
         s->n_reads++;
-        r = bpf_read_tasks(s);
-        if (r < 0)
-                return r;
         r = bpf_read_log(s);
         if (r < 0)
                 return r;
@@ -729,6 +794,10 @@ static int bpf_wake_read(BpfWake *s, WakeBatch *b) {
         partial = bpf_read_edge_cache(s);
         if (partial < 0)
                 return partial;
+        bpf_want_tasks(s);
+        r = bpf_read_tasks(s);
+        if (r < 0)
+                return r;
         r = bpf_read_counters(s, b); /* sets n_skipped: first */
         if (r < 0)
                 return r;
@@ -760,6 +829,8 @@ static BpfWake *bpf_wake_free(BpfWake *s) {
                 munmap((void *)s->log, s->log_size);
         if (s->cache)
                 munmap((void *)s->cache, s->cache_size);
+        if (s->wanted)
+                munmap(s->wanted, s->wanted_size);
         free(s->log_memo);
         free(s->taken);
         wake_bpf__destroy(s->skel);
@@ -767,6 +838,9 @@ static BpfWake *bpf_wake_free(BpfWake *s) {
         u64map_free(s->edge_seen_map);
         free(s->infos);
         u64map_free(s->info_by_task);
+        u64map_free(s->info_by_tid);
+        free(s->watch);
+        u64map_free(s->watch_index);
         free(s);
         return NULL;
 }
@@ -825,6 +899,51 @@ static int bpf_source_get_cost(const void *impl, WakeSourceCost *ret) {
         return bpf_wake_get_cost(impl, ret);
 }
 
+/*
+ * Replaces the watched tasks. A task's address is kept from one call to the
+ * next (a task_struct does not move), else taken from the last read.
+ */
+static int bpf_source_watch(void *impl, const TaskId *ids, size_t n) {
+        BpfWake *s = impl;
+        _cleanup_free_ WatchedTask *next = calloc(MAX(n, (size_t)1), sizeof(*next));
+        _cleanup_(u64map_freep) U64Map *index = NULL;
+        if (!next || u64map_new(&index) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                uint32_t k;
+                next[i].id = ids[i];
+                if (u64map_get(s->watch_index, (uint64_t)ids[i].tid, &k) &&
+                    s->watch[k].id.start_time == ids[i].start_time && s->watch[k].task)
+                        next[i].task = s->watch[k].task;
+                else
+                        next[i].task = bpf_task_address(s, &ids[i]);
+                if (u64map_put(index, (uint64_t)ids[i].tid, (uint32_t)i) < 0)
+                        return -ENOMEM;
+        }
+        free(s->watch);
+        u64map_free(s->watch_index);
+        s->watch = TAKE_PTR(next);
+        s->watch_index = TAKE_PTR(index);
+        s->n_watch = s->n_watch_alloc = n;
+        return 0;
+}
+
+static int bpf_source_task(const void *impl, pid_t tid, WakeTaskView *ret) {
+        const BpfWake *s = impl;
+        uint32_t i;
+        if (!u64map_get(s->info_by_tid, (uint64_t)tid, &i))
+                return 0;
+        const struct wake_task_info *info = bpf_info_at(s, i);
+        *ret = (WakeTaskView){
+                .id = { .tid = (pid_t)info->tid, .start_time = info->start_ns / s->ns_per_tick },
+                .leader_start_time = info->leader_start_ns / s->ns_per_tick,
+                .info = info,
+                .cpus_mask = (const uint64_t *)(info + 1),
+                .mask_words = s->skel->rodata->mask_words,
+        };
+        return 1;
+}
+
 const WakeSourceOps wake_source_bpf_ops = {
         .name = "bpf",
         .needs_features = KERNEL_FEATURES_BPF_SAMPLER,
@@ -834,4 +953,6 @@ const WakeSourceOps wake_source_bpf_ops = {
         .read = bpf_source_read,
         .sample_every = bpf_source_sample_every,
         .get_cost = bpf_source_get_cost,
+        .task = bpf_source_task,
+        .watch = bpf_source_watch,
 };

@@ -38,6 +38,11 @@ typedef struct WakeSourceOps {
         const char *(*note)(const void *impl);
         /* Return: 1 and *ret, or negative errno. NULL: the source cannot tell its cost. */
         int (*get_cost)(const void *impl, WakeSourceCost *ret);
+        /* Return: 1 and *ret, 0 when the last read saw no such task. NULL: the source
+         * reads no task facts (perf, replay). */
+        int (*task)(const void *impl, pid_t tid, WakeTaskView *ret);
+        /* Replaces the watched tasks (wake_source_watch()). NULL: nothing to watch. */
+        int (*watch)(void *impl, const TaskId *ids, size_t n);
 } WakeSourceOps;
 
 extern const WakeSourceOps wake_source_bpf_ops;

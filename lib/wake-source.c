@@ -178,3 +178,11 @@ int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret) {
 int wake_source_get_cost(const WakeSource *s, WakeSourceCost *ret) {
         return s->ops->get_cost ? s->ops->get_cost(s->impl, ret) : 0;
 }
+
+int wake_source_task(const WakeSource *s, pid_t tid, WakeTaskView *ret) {
+        return s && s->ops->task ? s->ops->task(s->impl, tid, ret) : 0;
+}
+
+int wake_source_watch(WakeSource *s, const TaskId *ids, size_t n) {
+        return s && s->ops->watch ? s->ops->watch(s->impl, ids, n) : 0;
+}

@@ -3,7 +3,8 @@
  * Wake sources: where the wake graph's input comes from. Three kinds, one
  * interface, each kind behind an ops table in its own file (bpf, perf,
  * replay; wake-source-ops.h). Every kind is read on the tick: none has an fd
- * for the loop to watch.
+ * for the loop to watch. The bpf source also reports, from the same pass of
+ * its task iterator, every task's scheduling facts (wake_source_task()).
  *
  *  - "bpf": wake.bpf.c on tp_btf/sched_waking; wakeups logged per CPU, or
  *    counted per edge in the kernel when a log is full (optionally 1 in
@@ -118,3 +119,24 @@ typedef struct WakeSourceCost {
 
 /* Return: 1 and *ret for the bpf source, 0 for the others, negative errno. */
 int wake_source_get_cost(const WakeSource *s, WakeSourceCost *ret);
+
+/*
+ * wake_source_task() - what the source's task iterator saw of tid at the
+ * last read: its identity, scheduling facts and allowed CPUs, as /proc's
+ * stat, schedstat and status would say them (task-facts.h turns it into
+ * TaskFacts). Only the bpf source has one; s may be NULL.
+ *
+ * Return: 1 and *ret (valid until the next read), 0 when there is none.
+ */
+int wake_source_task(const WakeSource *s, pid_t tid, WakeTaskView *ret);
+
+/*
+ * wake_source_watch() - the tasks whose facts the caller wants from the
+ * next reads on (the wake graph's), besides the ends of the edges the
+ * source tracks. The bpf source's iterator reads and reports only those, so
+ * that the thousands of tasks that sleep cost it little; any other task is
+ * not found by wake_source_task(). ids is copied; s may be NULL.
+ *
+ * Return: 0, or -ENOMEM (the old set stays).
+ */
+int wake_source_watch(WakeSource *s, const TaskId *ids, size_t n);

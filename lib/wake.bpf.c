@@ -17,7 +17,15 @@
  *    cost two program runs a wakeup);
  *  - wake_task_iter, a task iterator userspace runs once per read, copies each
  *    task's identity and the kernel's own wakee_flips, wakee_flip_decay_ts and
- *    last_wakee out of task_struct.
+ *    last_wakee out of task_struct, and what /proc's stat, schedstat and
+ *    status would say of it (run time, run-queue delay, times run, state,
+ *    policy, CPU, allowed CPUs, its cgroups' ids), so that placed opens no
+ *    file per task. It reports only the tasks userspace marks in a bitmap
+ *    (task_wanted: the ends of the edges it tracks and the wake graph's
+ *    tasks): the kernel still walks every task, but reads of a task that is
+ *    not wanted only its address's bit (measured beside 10,000 threads, of
+ *    which 4,000 in the graph, by bpf_stats: the program's run time fell
+ *    from 320 to 190 ns a task; the walk itself costs about as much again).
  *
  * Whose wakeup: the kernel's record_wakee() counts every wakeup it sees for
  * current, whatever the context. So does this sampler, with the exceptions
@@ -189,14 +197,64 @@ struct pid {
         struct upid numbers[1]; /* numbers[level + 1]: the pid in each namespace up to its own */
 } __attribute__((preserve_access_index));
 
+struct kernfs_node {
+        __u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+        struct kernfs_node *kn;
+} __attribute__((preserve_access_index));
+
+struct cgroup_subsys_state {
+        struct cgroup *cgroup;
+} __attribute__((preserve_access_index));
+
+struct css_set {
+        struct cgroup_subsys_state *subsys[1];
+        struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
+/* Its first entry is cpuset's where the kernel has cpusets (include/linux/cgroup_subsys.h). */
+enum cgroup_subsys_id {
+        cpuset_cgrp_id = 0,
+};
+
+struct sched_entity {
+        __u64 sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+        unsigned long pcount;
+        unsigned long long run_delay;
+} __attribute__((preserve_access_index));
+
+struct cpumask {
+        unsigned long bits[1];
+} __attribute__((preserve_access_index));
+
+struct thread_info {
+        unsigned int cpu; /* where the task's CPU lives on some kernels (x86 since 6.?) */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+        struct thread_info thread_info;
+        unsigned int __state;
         unsigned int flags;
+        int cpu;
+        struct sched_entity se;
+        unsigned int policy;
+        unsigned int rt_priority;
+        struct cpumask cpus_mask;
+        struct sched_info sched_info;
+        int exit_state;
         pid_t pid;
         pid_t tgid;
+        struct task_struct *real_parent;
         struct pid *thread_pid;
         struct task_struct *group_leader;
         __u64 start_boottime;
         char comm[16];
+        struct css_set *cgroups;
         void *stack;
         unsigned int wakee_flips;
         unsigned long wakee_flip_decay_ts;
@@ -224,6 +282,8 @@ const volatile __u64 thread_size = 16384;  /* THREAD_SIZE: the task's kernel sta
 const volatile __u32 log_records = 1;      /* records per CPU in wake_log, a power of two */
 const volatile __u32 cache_sets = 1;       /* sets per CPU in edge_cache, a power of two */
 const volatile __u32 cache_set_shift = 64; /* 64 - log2(cache_sets) */
+const volatile __u32 mask_words = 1;       /* WAKE_MASK_WORDS(possible CPUs), at most _MAX */
+const volatile __u8 filter_tasks = 1;      /* the iterator reports only the tasks in task_wanted */
 
 /* Set by the iterator, read by userspace after it: jiffies -> CLOCK_MONOTONIC. */
 __u64 clock_jiffies;
@@ -262,6 +322,33 @@ struct {
         __type(key, __u32);
         __type(value, struct wake_edge_set);
 } edge_cache SEC(".maps");
+
+/* The iterator's record of one task and its allowed-CPU mask, built here
+ * rather than on the stack (512 bytes), then written as one. */
+struct task_rec {
+        struct wake_task_info info;
+        __u64 mask[WAKE_MASK_WORDS_MAX];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct task_rec);
+} task_rec_buf SEC(".maps");
+
+/* The tasks userspace wants records of (the ends of the edges it tracks, the
+ * tasks whose facts it reads), as a bitmap of WAKE_WANTED_BITS bits hashed
+ * from their task_struct addresses (wake_wanted_bit()), which userspace maps
+ * and rewrites before each run of the iterator: one load a task, and a false
+ * match only costs a record userspace does not look at. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, WAKE_WANTED_BITS / 64);
+        __type(key, __u32);
+        __type(value, __u64);
+} task_wanted SEC(".maps");
 
 /*
  * Interrupt context without preempt_count: x86-64 runs hardirqs that
@@ -529,6 +616,38 @@ static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
         return up.ns == ns ? (__u32)up.nr : 0;
 }
 
+/* What /proc/TID/stat's state field is built from, and the scheduling facts of schedstat. */
+static __always_inline void task_sched_facts(struct task_struct *t, struct wake_task_info *r) {
+        r->flags = t->flags;
+        if (bpf_core_field_exists(t->__state))
+                r->state = t->__state;
+        r->exit_state = (__u32)t->exit_state;
+        r->policy = t->policy;
+        r->rt_priority = t->rt_priority;
+        /* task_cpu(): in task_struct, or in its thread_info, by kernel and architecture. */
+        if (bpf_core_field_exists(t->cpu))
+                r->cpu = t->cpu;
+        else if (bpf_core_field_exists(t->thread_info.cpu))
+                r->cpu = (__s32)t->thread_info.cpu;
+        else
+                r->cpu = -1;
+        r->run_ns = t->se.sum_exec_runtime;
+        r->run_delay_ns = t->sched_info.run_delay;
+        r->pcount = t->sched_info.pcount;
+        /* Plain loads through BTF pointers (a faulting one reads 0), not helper calls. */
+        struct css_set *cs = t->cgroups;
+        struct cgroup *cg = cs ? cs->dfl_cgrp : NULL;
+        struct kernfs_node *kn = cg ? cg->kn : NULL;
+        r->cgroup_id = kn ? kn->id : 0;
+        if (bpf_core_enum_value_exists(enum cgroup_subsys_id, cpuset_cgrp_id) &&
+            bpf_core_enum_value(enum cgroup_subsys_id, cpuset_cgrp_id) == 0) {
+                struct cgroup_subsys_state *css = cs ? cs->subsys[0] : NULL;
+                cg = css ? css->cgroup : NULL;
+                kn = cg ? cg->kn : NULL;
+                r->cpuset_cgroup_id = kn ? kn->id : 0;
+        }
+}
+
 /*
  * Userspace runs this in its read(), so current is placed, and the kernel
  * walks only the tasks of placed's PID namespace. Their TIDs are reported as
@@ -538,6 +657,7 @@ static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
 SEC("iter/task")
 int wake_task_iter(struct bpf_iter__task *ctx) {
         struct task_struct *t = ctx->task;
+        __u32 zero = 0;
         if (!t)
                 return 0;
         if (ctx->meta->seq_num == 0) {
@@ -546,37 +666,63 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
         }
         if (skip_kthreads && (t->flags & PF_KTHREAD))
                 return 0;
+        struct task_rec *rec = bpf_map_lookup_elem(&task_rec_buf, &zero);
+        if (!rec)
+                return 0;
+        /* The address as a number (the verifier allows no arithmetic on a
+         * task pointer; what is stored in a map reads back as a number). */
+        WRITE_SEQ(rec->info.task, (__u64)(unsigned long)t);
+        __u64 addr = *(volatile __u64 *)&rec->info.task;
+        if (filter_tasks) {
+                __u32 bit = wake_wanted_bit(addr), word = bit / 64;
+                __u64 *w = bpf_map_lookup_elem(&task_wanted, &word);
+                if (!w || !((*w >> (bit % 64)) & 1))
+                        return 0; /* read no more of it: most tasks of a busy server sleep */
+        }
 
         struct task_struct *reader = bpf_get_current_task_btf();
         struct pid *reader_pid = reader->thread_pid;
         __u32 level = reader_pid ? reader_pid->level : 0;
         struct pid_namespace *ns = NULL;
-        struct wake_task_info r = {
-                .task = (__u64)(unsigned long)t,
-                .start_ns = t->start_boottime,
-                .tid = t->pid,
-                .tgid = t->tgid,
-        };
+        struct wake_task_info *r = &rec->info;
+        __builtin_memset(r, 0, sizeof(*r));
+        r->task = addr;
+        r->start_ns = t->start_boottime;
+        r->tid = t->pid;
+        r->tgid = t->tgid;
         if (level > 0) {
                 struct upid up = {};
                 bpf_core_read(&up, sizeof(up), &reader_pid->numbers[level]);
                 ns = up.ns;
-                r.tid = pid_in_ns(t, level, ns);
-                r.tgid = pid_in_ns(t->group_leader, level, ns);
-                if (!r.tid || !r.tgid)
+                r->tid = pid_in_ns(t, level, ns);
+                r->tgid = pid_in_ns(t->group_leader, level, ns);
+                if (!r->tid || !r->tgid)
                         return 0; /* not in placed's namespace */
         }
+        struct task_struct *leader = t->group_leader;
+        r->leader_start_ns = leader ? leader->start_boottime : 0;
+        struct task_struct *parent = t->real_parent;
+        if (parent)
+                r->ppid = level > 0 ? pid_in_ns(parent->group_leader, level, ns) : parent->tgid;
         /* Dead code, so never relocated, where the kernel lacks the fields. */
         if (read_flips && bpf_core_field_exists(t->wakee_flips) &&
             bpf_core_field_exists(t->wakee_flip_decay_ts) && bpf_core_field_exists(t->last_wakee)) {
-                r.decay_ts_jiffies = t->wakee_flip_decay_ts;
-                r.flips = t->wakee_flips;
+                r->decay_ts_jiffies = t->wakee_flip_decay_ts;
+                r->flips = t->wakee_flips;
                 struct task_struct *last = t->last_wakee;
                 if (last)
-                        r.last_wakee =
+                        r->last_wakee =
                                 level > 0 ? pid_in_ns(last, level, ns) : BPF_CORE_READ(last, pid);
         }
-        bpf_probe_read_kernel(r.comm, sizeof(r.comm), t->comm);
-        bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+        task_sched_facts(t, r);
+        *(__u64 *)&r->comm[0] = *(__u64 *)&t->comm[0];
+        *(__u64 *)&r->comm[8] = *(__u64 *)&t->comm[8];
+
+        __u32 mask_bytes = mask_words * 8;
+        if (mask_bytes > sizeof(rec->mask))
+                mask_bytes = sizeof(rec->mask);
+        if (bpf_probe_read_kernel(rec->mask, mask_bytes, &t->cpus_mask) < 0)
+                __builtin_memset(rec->mask, 0, sizeof(rec->mask));
+        bpf_seq_write(ctx->meta->seq, rec, sizeof(rec->info) + mask_bytes);
         return 0;
 }

@@ -25,6 +25,12 @@
 #define WAKE_CACHE_SETS_MIN  64u           /* and at least, whatever the CPU count */
 #define WAKE_LOG_RECORDS_MAX (1u << 18)    /* wake log records per CPU, at most (4 MiB) */
 #define WAKE_LOG_RECORDS_MIN 256u          /* and at least, whatever the CPU count */
+#define WAKE_WANTED_BITS     (1u << 20)    /* the task iterator's filter (128 KiB) */
+
+/* A task_struct address's bit in the task iterator's filter (wake.bpf.c). */
+static inline __u32 wake_wanted_bit(__u64 task) {
+        return (__u32)((task * 0x9e3779b97f4a7c15ULL) >> 44);
+}
 
 /*
  * The kernel's per-task wakee_flips state (struct task_struct: wakee_flips,
@@ -107,19 +113,42 @@ struct wake_edge_set {
 
 /*
  * One record of the BPF task iterator, run by userspace once per read: a
- * task's identity and the kernel's own wakee_flips state, as record_wakee()
- * left it (the state wake_wide() will start from at the task's next wakeup).
+ * task's identity, the kernel's own wakee_flips state, as record_wakee()
+ * left it (the state wake_wide() will start from at the task's next wakeup),
+ * and what /proc/TID/{stat,schedstat,status} would say of it that the tick
+ * needs (its run time, run-queue delay, scheduling class, state, CPU and
+ * allowed CPUs), so that no file is opened per task. WAKE_MASK_WORDS(n)
+ * words of its allowed-CPU mask (task_struct.cpus_mask) follow each record,
+ * n = the number of possible CPUs, as the iterator was loaded with.
  */
 struct wake_task_info {
         __u64 task;             /* the task_struct's address, as in wake_edge_key */
         __u64 start_ns;         /* task_struct.start_boottime */
         __u64 decay_ts_jiffies; /* task_struct.wakee_flip_decay_ts */
+        __u64 run_ns;           /* se.sum_exec_runtime: schedstat's first field */
+        __u64 run_delay_ns;     /* sched_info.run_delay: schedstat's second */
+        __u64 pcount;           /* sched_info.pcount: times it ran, schedstat's third */
+        __u64 cgroup_id;        /* its cgroup in the unified hierarchy (kernfs id) */
+        __u64 cpuset_cgroup_id; /* the cgroup of its cpuset controller; 0 = none */
+        __u64 leader_start_ns;  /* its process's: the group leader's start_boottime */
         __u32 tid;
         __u32 tgid;
+        __u32 ppid;       /* its parent process, as stat's field 4 */
         __u32 flips;      /* task_struct.wakee_flips */
         __u32 last_wakee; /* TID of task_struct.last_wakee; 0 = none */
+        __u32 flags;      /* task_struct.flags (PF_*) */
+        __u32 state;      /* task_struct.__state (TASK_*) */
+        __u32 exit_state; /* task_struct.exit_state (EXIT_*) */
+        __u32 policy;     /* SCHED_* */
+        __u32 rt_priority;
+        __s32 cpu;      /* the CPU it is on or last ran on */
+        __u32 reserved; /* zero */
         char comm[WAKE_COMM_LEN];
 };
+
+/* Words of the allowed-CPU mask that follow each wake_task_info, for n possible CPUs. */
+#define WAKE_MASK_WORDS(n)  (((n) + 63) / 64)
+#define WAKE_MASK_WORDS_MAX 64 /* 4096 CPUs: CPUSET_MAX_CPUS */
 
 /* wake_cpu_ctl.cfg: the program's settings, copied from its read-only data
  * into the hot line at the CPU's first wakeup, so that the hot path reads no
@@ -183,6 +212,18 @@ typedef struct WakeTaskRecord {
         struct wake_flips flips; /* its flip state at its latest wakeup, if has_flips */
         bool has_flips;
 } WakeTaskRecord;
+
+/*
+ * One task as a source's kernel task iterator saw it at its last read (the
+ * BPF source): the record and its allowed-CPU mask, valid until the next read.
+ */
+typedef struct WakeTaskView {
+        TaskId id;                  /* tid, and start time in clock ticks as /proc's stat says */
+        uint64_t leader_start_time; /* its process's leader's, likewise */
+        const struct wake_task_info *info;
+        const uint64_t *cpus_mask; /* mask_words words, CPU 0 in bit 0 of the first */
+        unsigned mask_words;
+} WakeTaskView;
 
 /* Wakeups from waker to wakee during a batch (scaled when sampled). */
 typedef struct WakeEdgeRecord {

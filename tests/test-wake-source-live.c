@@ -53,6 +53,7 @@
 #include <bpf/bpf.h>
 #include <cmocka.h>
 
+#include "actuator.h"
 #include "macro.h"
 #include "task-facts.h"
 #include "wake-graph.h"
@@ -1079,6 +1080,156 @@ static void test_bpf_markers_attach_order(void **state) {
         assert_true(max_entry < waking);
 }
 
+static int kernel_lookup(void *userdata, pid_t tid, WakeTaskView *ret) {
+        return wake_source_task(userdata, tid, ret);
+}
+
+static int sleeper_pipe[2];
+
+/* Wakes once (the test writes a byte), then sleeps on the pipe for good. */
+static void *sleep_on_pipe(void *arg) {
+        char c;
+        (void)arg;
+        for (;;)
+                if (read(sleeper_pipe[0], &c, 1) <= 0)
+                        return NULL;
+        return NULL;
+}
+
+/* One task's facts from the iterator's record (k) against /proc (p), read after it. */
+static void check_facts_agree(const TaskFacts *k, const TaskFacts *p) {
+        print_message("task %d (%s): run %" PRIu64 "/%" PRIu64 " ns, slices %" PRIu64 "/%" PRIu64
+                      ", state %c/%c, cgroup \"%s\", exe \"%s\"\n",
+                      (int)k->id.tid, k->comm, k->run_ns, p->run_ns, k->timeslices, p->timeslices,
+                      k->state, p->state, k->cgroup, k->exe);
+        assert_int_equal(k->id.tid, p->id.tid);
+        assert_int_equal(k->id.start_time, p->id.start_time);
+        assert_int_equal(k->tgid, p->tgid);
+        assert_int_equal(k->ppid, p->ppid);
+        assert_string_equal(k->comm, p->comm);
+        assert_int_equal(k->flags & 0x00200000, p->flags & 0x00200000); /* PF_KTHREAD */
+        assert_int_equal(k->policy, p->policy);
+        assert_int_equal(k->rt_priority, p->rt_priority);
+        assert_non_null(strchr("RSDTtXZPI", k->state));
+        assert_true(k->processor >= 0 && k->processor < CPUSET_MAX_CPUS);
+        /* Counters only grow: the record was read first. */
+        assert_true(k->run_ns > 0 && k->run_ns <= p->run_ns);
+        assert_true(k->run_delay_ns <= p->run_delay_ns);
+        assert_true(k->timeslices > 0 && k->timeslices <= p->timeslices);
+        assert_true(cpuset_equal(&k->allowed, &p->allowed));
+        assert_true(cpuset_equal(&k->cpuset_cpus, &p->cpuset_cpus));
+        assert_string_equal(k->cgroup, p->cgroup);
+        assert_string_equal(k->unit, p->unit);
+        assert_string_equal(k->exe, p->exe);
+}
+
+/*
+ * The BPF source's task iterator reports, besides who woke whom, each
+ * task's facts as /proc's stat, schedstat and status say them: a pipe
+ * pair's two tasks read from the records agree with /proc read just after
+ * (counters no lower), and once their cgroup and process are known, a tick
+ * of them opens no file but the cgroup's effective CPUs. The iterator
+ * reports the ends of the edges and the watched tasks alone: a sleeping
+ * thread that wakes nobody is reported once watched, and not before.
+ */
+static pid_t facts_pair_pid; /* reaped by the teardown, also when a check fails */
+
+static int teardown_facts_pair(void **state) {
+        (void)state;
+        if (facts_pair_pid > 0)
+                reap(facts_pair_pid);
+        facts_pair_pid = 0;
+        return 0;
+}
+
+static void test_bpf_task_facts(void **state) {
+        (void)state;
+        char *argv[] = { "perf", "bench", "sched", "pipe", "-l", "50000000", NULL };
+        _cleanup_free_ char *cgroup_root = NULL;
+        TaskFactsReader *kr, *pr;
+        WakeTaskView view;
+        Observer o;
+        pthread_t sleeper;
+
+        assert_int_equal(pipe(sleeper_pipe), 0);
+        assert_int_equal(pthread_create(&sleeper, NULL, sleep_on_pipe, NULL), 0);
+        observer_open(&o, WAKE_SOURCE_BPF, 2);
+        (void)actuator_find_cpuset_root(NULL, &cgroup_root);
+        assert_int_equal(task_facts_reader_new(NULL, cgroup_root, &kr), 0);
+        assert_int_equal(task_facts_reader_new(NULL, cgroup_root, &pr), 0);
+        task_facts_reader_set_kernel(kr, kernel_lookup, o.source);
+
+        /* The sleeper is woken once: an edge's end, so reported, and watched. */
+        sleep_ms(50);
+        assert_int_equal(write(sleeper_pipe[1], "x", 1), 1);
+        observer_tick(&o);
+        pid_t sleeper_tid = -1;
+        for (unsigned i = 0; i < o.batch.n_edges && sleeper_tid < 0; i++)
+                if (o.batch.edges[i].waker == (pid_t)syscall(SYS_gettid))
+                        sleeper_tid = o.batch.edges[i].wakee;
+        assert_true(sleeper_tid > 0);
+        assert_int_equal(wake_source_task(o.source, sleeper_tid, &view), 1);
+        TaskId sleeper_id = view.id;
+
+        pid_t pid = facts_pair_pid = spawn(argv);
+        const Group *g = NULL;
+        for (unsigned i = 0; i < 3 * time_scale && !(g && g->class == GROUP_PAIR); i++) {
+                TaskId watch[3] = { sleeper_id };
+                unsigned n = 1;
+                for (unsigned k = 0; g && k < g->n_tasks && n < 3; k++)
+                        watch[n++] = g->tasks[k];
+                assert_int_equal(wake_source_watch(o.source, watch, n), 0);
+                observer_tick(&o);
+                g = group_with(&o, pid);
+        }
+        assert_non_null(g);
+        assert_int_equal(g->n_tasks, 2);
+        TaskId ids[2] = { g->tasks[0], g->tasks[1] };
+        TaskId watch[3] = { ids[0], ids[1], sleeper_id };
+        assert_int_equal(wake_source_watch(o.source, watch, 3), 0);
+
+        /* Its edge pruned after 5 idle reads, the watched sleeper is still reported. */
+        for (unsigned tick = 0; tick < 6; tick++) {
+                observer_tick(&o);
+                task_facts_reader_new_tick(kr);
+                task_facts_reader_new_tick(pr);
+                uint64_t opened = task_facts_reader_files_opened(kr);
+                for (unsigned i = 0; i < 2; i++) {
+                        TaskFacts *k = calloc(1, sizeof(*k)), *p = calloc(1, sizeof(*p));
+                        assert_non_null(k);
+                        assert_non_null(p);
+                        assert_int_equal(wake_source_task(o.source, ids[i].tid, &view), 1);
+                        assert_int_equal(task_facts_read(kr, 0, ids[i].tid, k), 0);
+                        assert_int_equal(task_facts_read(pr, 0, ids[i].tid, p), 0);
+                        check_facts_agree(k, p);
+                        free(k);
+                        free(p);
+                }
+                opened = task_facts_reader_files_opened(kr) - opened;
+                print_message("tick %u: %" PRIu64 " files opened for the pair's facts\n", tick,
+                              opened);
+                /* The first tick reads their cgroup and executable once; then
+                 * only the cgroup's effective CPUs, once a tick. */
+                if (tick > 0)
+                        assert_true(opened <= 1);
+                assert_int_equal(wake_source_task(o.source, sleeper_tid, &view), 1);
+                assert_int_equal(view.id.start_time, sleeper_id.start_time);
+        }
+        /* No longer watched, and no edge: the iterator leaves it out. */
+        assert_int_equal(wake_source_watch(o.source, ids, 2), 0);
+        observer_tick(&o);
+        assert_int_equal(wake_source_task(o.source, sleeper_tid, &view), 0);
+        assert_int_equal(wake_source_task(o.source, ids[0].tid, &view), 1);
+
+        teardown_facts_pair(NULL);
+        task_facts_reader_free(kr);
+        task_facts_reader_free(pr);
+        observer_close(&o);
+        close(sleeper_pipe[1]);
+        pthread_join(sleeper, NULL);
+        close(sleeper_pipe[0]);
+}
+
 int main(void) {
         const char *scale = getenv("PLACED_TEST_TIME_SCALE");
         const char *skip_pattern = getenv("PLACED_TEST_SKIP");
@@ -1120,6 +1271,7 @@ int main(void) {
                 cmocka_unit_test(test_bpf_udp_pair),
                 cmocka_unit_test(test_bpf_timer_wakeups_skipped),
                 cmocka_unit_test(test_bpf_markers_attach_order),
+                cmocka_unit_test_teardown(test_bpf_task_facts, teardown_facts_pair),
                 cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_messaging_mesh, teardown_tracefs),
                 cmocka_unit_test_teardown(test_perf_fanout, teardown_tracefs),
