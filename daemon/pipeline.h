@@ -34,6 +34,18 @@ typedef struct PipelineEnv {
         const char *sysfs_root;
 } PipelineEnv;
 
+/* The stages of a tick, whose times a TickResult reports. */
+typedef enum TickStage {
+        TICK_STAGE_SAMPLE, /* the wake source, per-CPU figures, each task's facts */
+        TICK_STAGE_MODEL,  /* the wake graph's groups, the filters */
+        TICK_STAGE_DECIDE, /* the rules' decisions, policy_decide() */
+        TICK_STAGE_APPLY,  /* the actuators, the log of changes */
+        _TICK_STAGE_MAX,
+} TickStage;
+
+/* "sample", "model", "decide", "apply"; NULL out of range. */
+const char *tick_stage_to_string(TickStage s);
+
 /* What one tick produced. groups are the caller's to free (group_array_free()). */
 typedef struct TickResult {
         Group *groups; /* with their allowed CPUs as placed this tick */
@@ -43,6 +55,7 @@ typedef struct TickResult {
         /* Trials that ended this tick, by the verdict they ended in (TRIAL_KEPT,
          * TRIAL_REVERTED; TRIAL_NONE: cut short). */
         unsigned trial_verdicts[_TRIAL_VERDICT_MAX];
+        uint64_t stage_usec[_TICK_STAGE_MAX]; /* each stage's CPU time (the thread's clock) */
 } TickResult;
 
 /*
