@@ -137,7 +137,7 @@ int loop_add_fd(Loop *l, int fd, LoopCallback cb, void *userdata) {
 int loop_remove_fd(Loop *l, int fd) {
         for (unsigned i = 0; i < l->n_sources; i++) {
                 struct event *ev = l->sources[i].ev;
-                if (!(event_get_events(ev) & EV_READ) || event_get_fd(ev) != fd)
+                if (!ev || !(event_get_events(ev) & EV_READ) || event_get_fd(ev) != fd)
                         continue;
                 event_free(ev);
                 /* The rest keep their slots: their events point at them. */

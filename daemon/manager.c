@@ -85,6 +85,22 @@ static void manager_unwatch_proc_events(Manager *m) {
                 (void)loop_remove_fd(m->loop, fd);
 }
 
+static void manager_on_notes(void *userdata);
+
+/* The wake sampler's notes bring a tick forward when something new appears. */
+static void manager_watch_notes(Manager *m) {
+        int fd = pipeline_notes_fd(m->pipeline);
+        if (fd >= 0 && m->config.quick_interval_ms > 0 &&
+            loop_add_fd(m->loop, fd, manager_on_notes, m) < 0)
+                log_warning("Cannot watch the wake sampler's notes: new pairs wait for the tick.");
+}
+
+static void manager_unwatch_notes(Manager *m) {
+        int fd = m->pipeline ? pipeline_notes_fd(m->pipeline) : -1;
+        if (fd >= 0 && m->loop)
+                (void)loop_remove_fd(m->loop, fd);
+}
+
 int manager_new(const ManagerOptions *opts, Manager **ret) {
         Manager *m = calloc(1, sizeof(*m));
         if (!m)
@@ -109,6 +125,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         bus_close(m);
         manager_unwatch_proc_events(m);
+        manager_unwatch_notes(m);
         m->pipeline = pipeline_free(m->pipeline);
         m->loop = loop_free(m->loop);
         m->journal = journal_free(m->journal);
@@ -288,7 +305,57 @@ static int manager_load_config(Manager *m, Config *ret, char **err) {
 }
 
 static void manager_on_tick(void *userdata) {
-        manager_tick(userdata);
+        Manager *m = ASSERT_PTR(userdata);
+        manager_tick(m, m->next_tick_kind);
+}
+
+/* A note's news waits this long, so the other direction's note joins it. */
+#define MANAGER_NOTE_DELAY_USEC (10 * USEC_PER_MSEC)
+
+/*
+ * The quick ticks' budget, a token bucket: quick_ticks_per_sec tokens a
+ * second, at most twice that kept; a quick tick takes one. Return: the
+ * tokens now.
+ */
+static double manager_quick_budget(Manager *m, uint64_t now) {
+        double rate = m->config.quick_ticks_per_sec;
+        if (m->quick_tokens_usec == 0)
+                m->quick_tokens = 2 * rate;
+        else if (now > m->quick_tokens_usec)
+                m->quick_tokens = MIN(
+                        2 * rate, m->quick_tokens + rate * (double)(now - m->quick_tokens_usec) /
+                                                            USEC_PER_SEC);
+        m->quick_tokens_usec = now;
+        return m->quick_tokens;
+}
+
+static void manager_arm_tick(Manager *m, uint64_t now, uint64_t delay_usec, TickKind kind) {
+        if (loop_set_tick_interval(m->loop, MAX(delay_usec, (uint64_t)1)) < 0)
+                return;
+        m->next_tick_usec = now + delay_usec;
+        m->next_tick_kind = kind;
+}
+
+/*
+ * Brings the next tick forward to a quick one delay_usec from now, if that
+ * is sooner than it would come, the budget has a token, and at least half a
+ * quick window has passed since the last tick (a shorter window measures
+ * nothing).
+ */
+static void manager_want_quick_tick(Manager *m, uint64_t delay_usec) {
+        uint64_t quick = (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        if (quick == 0 || manager_quick_budget(m, now) < 1)
+                return;
+        uint64_t at = MAX(now + delay_usec, m->last_tick_usec + quick / 2);
+        if (at < m->next_tick_usec)
+                manager_arm_tick(m, now, at - now, TICK_QUICK);
+}
+
+static void manager_on_notes(void *userdata) {
+        Manager *m = ASSERT_PTR(userdata);
+        if (pipeline_dispatch_notes(m->pipeline) > 0)
+                manager_want_quick_tick(m, MANAGER_NOTE_DELAY_USEC);
 }
 
 static void manager_on_stop(void *userdata) {
@@ -332,6 +399,8 @@ static int manager_setup_loop(Manager *m) {
         r = loop_add_timer(m->loop, (uint64_t)m->interval_ms * USEC_PER_MSEC, manager_on_tick, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the tick: %m");
+        m->next_tick_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t)m->interval_ms * USEC_PER_MSEC;
+        m->next_tick_kind = TICK_REGULAR;
         r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM: %m");
@@ -427,6 +496,7 @@ int manager_start(Manager *m) {
                 return r;
         m->wake_source = pipeline_wake_source(m->pipeline);
         manager_watch_proc_events(m);
+        manager_watch_notes(m);
 
         r = bus_open(m, m->opts.bus);
         if (r < 0)
@@ -475,14 +545,23 @@ static void manager_publish(Manager *m, TickResult *res) {
                 bus_emit_properties_changed(m, "Groups", NULL);
 }
 
-void manager_tick(Manager *m) {
+void manager_tick(Manager *m, TickKind kind) {
         assert(m);
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         PipelineEnv env = manager_pipeline_env(m);
         TickResult res;
+        bool quick_wanted = false;
 
-        if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, &res) >= 0)
+        if (kind == TICK_QUICK) {
+                (void)manager_quick_budget(m, start);
+                m->quick_tokens -= 1;
+                m->n_quick_ticks++;
+        }
+        if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, kind, &res) >= 0) {
+                quick_wanted = res.quick_wanted;
+                memcpy(m->last_tick_stage_usec, res.stage_usec, sizeof(res.stage_usec));
                 manager_publish(m, &res);
+        }
 
         /* The estimate covers the time since the last tick's sample. */
         EnergyEstimate energy;
@@ -498,6 +577,12 @@ void manager_tick(Manager *m) {
         m->last_tick_cost_usec = now_usec(CLOCK_MONOTONIC) - start;
         manager_notify_status(m);
         manager_metrics_tick(m);
+
+        /* The next tick: a period from now, or a quick one while a group
+         * waits to be measured or a placement is on trial. */
+        manager_arm_tick(m, start, (uint64_t)m->interval_ms * USEC_PER_MSEC, TICK_REGULAR);
+        if (quick_wanted)
+                manager_want_quick_tick(m, (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC);
 }
 
 int manager_reload(Manager *m, char **err) {
@@ -534,7 +619,8 @@ int manager_reload(Manager *m, char **err) {
 
         if (!m->opts.interval_ms && m->interval_ms != m->config.interval_ms) {
                 m->interval_ms = m->config.interval_ms;
-                loop_set_tick_interval(m->loop, (uint64_t)m->interval_ms * USEC_PER_MSEC);
+                manager_arm_tick(m, now_usec(CLOCK_MONOTONIC),
+                                 (uint64_t)m->interval_ms * USEC_PER_MSEC, TICK_REGULAR);
         }
 
         m->n_reloads++;

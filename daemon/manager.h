@@ -16,13 +16,13 @@
 #include "group.h"
 #include "idle.h"
 #include "metrics-text.h"
+#include "pipeline.h"
 #include "policy.h"
 #include "topology.h"
 #include "wake-graph.h"
 
 typedef struct Loop Loop;
 typedef struct Journal Journal;
-typedef struct Pipeline Pipeline;
 
 typedef struct ManagerOptions {
         ConfigPaths paths;
@@ -109,8 +109,14 @@ typedef struct Manager {
 
         uint64_t start_usec;
         uint64_t n_ticks;
-        uint64_t last_tick_usec;      /* CLOCK_MONOTONIC of the last tick */
-        uint64_t last_tick_cost_usec; /* how long the last tick took */
+        uint64_t n_quick_ticks;     /* of those, quick ones (docs/design.md) */
+        uint64_t last_tick_usec;    /* CLOCK_MONOTONIC of the last tick */
+        uint64_t next_tick_usec;    /* when the tick timer fires next */
+        TickKind next_tick_kind;    /* and what kind of tick that is */
+        double quick_tokens;        /* the quick ticks' budget (manager_quick_budget()) */
+        uint64_t quick_tokens_usec; /* when it was last filled */
+        uint64_t last_tick_stage_usec[_TICK_STAGE_MAX]; /* its stages' CPU time */
+        uint64_t last_tick_cost_usec;                   /* how long the last tick took */
         uint64_t n_reloads;
         uint64_t n_placement_changes;
 
@@ -138,7 +144,8 @@ int manager_run(Manager *m);
 void manager_exit(Manager *m);
 
 /* One pass of the pipeline: sample, model, decide, diff, apply, publish. */
-void manager_tick(Manager *m);
+/* One tick of the pipeline, of kind (regular or quick); arms the next one. */
+void manager_tick(Manager *m, TickKind kind);
 
 /*
  * manager_reload() - re-read configuration and profiles. On error the running

@@ -53,6 +53,14 @@
 #include "wake-graph.h"
 #include "wake-source.h"
 
+#define PIPELINE_NOTED_MAX  256 /* tasks whose first note is remembered */
+#define PIPELINE_NOTES_READ 64  /* notes taken from the source at once */
+
+typedef struct NotedTask {
+        pid_t tid;
+        uint64_t ts_ns; /* CLOCK_MONOTONIC of its first note */
+} NotedTask;
+
 struct Pipeline {
         bool advise;             /* the actuators' mode: rebuilt when the caller's changes */
         const char *procfs_root; /* the caller's, living as long as the pipeline */
@@ -82,6 +90,12 @@ struct Pipeline {
         char plan_profile[PROFILE_NAME_MAX]; /* a new profile decides afresh */
         GroupRule *rules; /* the last tick's rule decision per group (parallel to its groups) */
         unsigned n_rules;
+
+        /* When each task was first seen in a note (pipeline_dispatch_notes()),
+         * for "placed N ms after its first wakeups were noted": a ring of the
+         * latest PIPELINE_NOTED_MAX tasks. */
+        NotedTask noted[PIPELINE_NOTED_MAX];
+        unsigned n_noted, next_noted;
 
         TaskId *managed; /* tasks whose affinity placed set (owned) */
         unsigned n_managed;
@@ -237,6 +251,55 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         else if (ev->type == PROC_EVENT_FORK)
                 pipeline_adopt(p, ev);
         return 0;
+}
+
+int pipeline_notes_fd(const Pipeline *p) {
+        return p ? wake_source_notes_fd(p->source) : -1;
+}
+
+/* When tid was first noted; 0 when it was not (or was forgotten). */
+static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
+        for (unsigned i = 0; i < p->n_noted; i++)
+                if (p->noted[i].tid == tid)
+                        return p->noted[i].ts_ns;
+        return 0;
+}
+
+static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
+        if (tid <= 0 || pipeline_noted_ns(p, tid))
+                return;
+        p->noted[p->next_noted] = (NotedTask){ .tid = tid, .ts_ns = ts_ns };
+        p->next_noted = (p->next_noted + 1) % PIPELINE_NOTED_MAX;
+        p->n_noted = MIN(p->n_noted + 1, PIPELINE_NOTED_MAX);
+}
+
+/* Whether a note is about what the last tick had not decided: see pipeline_dispatch_notes(). */
+static bool pipeline_note_is_news(const Pipeline *p, const WakeNote *n) {
+        WakeGraphTask waker, wakee;
+        if (n->waker <= 0 || n->wakee <= 0)
+                return false; /* outside placed's PID namespace: nothing it can place */
+        if (wake_graph_get_task(p->graph, n->waker, 0, &waker) <= 0 ||
+            wake_graph_get_task(p->graph, n->wakee, 0, &wakee) <= 0)
+                return true; /* a task the model does not know yet */
+        if (waker.group_id == 0 || waker.group_id != wakee.group_id)
+                return true; /* not (yet) one group */
+        const PlanGroup *pg = plan_find_group(p->plan, waker.group_id);
+        return !pg || pg->waiting;
+}
+
+int pipeline_dispatch_notes(Pipeline *p) {
+        WakeNote notes[PIPELINE_NOTES_READ];
+        int n = wake_source_read_notes(p->source, notes, ELEMENTSOF(notes));
+        if (n < 0)
+                return log_full_errno(LOG_DEBUG, n, "Reading the wake sampler's notes failed: %m");
+        int news = 0;
+        for (int i = 0; i < n; i++) {
+                pipeline_remember_noted(p, notes[i].waker, notes[i].ts_ns);
+                pipeline_remember_noted(p, notes[i].wakee, notes[i].ts_ns);
+                if (!news && pipeline_note_is_news(p, &notes[i]))
+                        news = 1;
+        }
+        return news;
 }
 
 void pipeline_close_proc_events(Pipeline *p) {
@@ -796,6 +859,47 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
         pipeline_apply_idle(p, plan);
 }
 
+/*
+ * Says, in the reason of each group placed anew this tick, how long after
+ * its tasks' first note (their edge became a run across CPUs) it was placed,
+ * and whether at a quick tick: what "placed in a blink" measures.
+ */
+static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n, Plan *plan,
+                              uint64_t now_ns, TickKind kind) {
+        for (unsigned i = 0; i < n; i++) {
+                const PlanGroup *found = plan_find_group(plan, groups[i].id);
+                const PlanGroup *old = p->plan ? plan_find_group(p->plan, groups[i].id) : NULL;
+                if (!found || !found->managed || (old && old->managed))
+                        continue;
+                uint64_t first = 0;
+                for (unsigned k = 0; k < groups[i].n_tasks; k++) {
+                        uint64_t t = pipeline_noted_ns(p, groups[i].tasks[k].tid);
+                        if (t && (!first || t < first))
+                                first = t;
+                }
+                PlanGroup *pg = &plan->groups[found - plan->groups];
+                size_t len = strlen(pg->reason);
+                if (first && first <= now_ns)
+                        snprintf(pg->reason + len, sizeof(pg->reason) - len,
+                                 "; placed %" PRIu64 " ms after its first wakeups were noted, at "
+                                 "a %s tick",
+                                 (now_ns - first) / 1000000, tick_kind_to_string(kind));
+                else
+                        snprintf(pg->reason + len, sizeof(pg->reason) - len,
+                                 "; placed at a %s tick", tick_kind_to_string(kind));
+        }
+}
+
+/* Whether a group waits to be measured, or a placement is on trial (and not advised only). */
+static bool pipeline_quick_wanted(const Plan *plan, bool advise) {
+        for (unsigned i = 0; i < plan->n_groups; i++) {
+                const PlanGroup *pg = &plan->groups[i];
+                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING))
+                        return true;
+        }
+        return false;
+}
+
 /* Logs each group whose placement changed since the last plan. Return: how many. */
 static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *groups, unsigned n,
                                      const Plan *plan) {
@@ -897,7 +1001,8 @@ static void pipeline_stage_done(uint64_t *stage_usec, TickStage s, uint64_t *mar
         *mark = now;
 }
 
-int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResult *ret) {
+int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind kind,
+                  TickResult *ret) {
         Group *groups = NULL;
         _cleanup_free_ CpuSet *limits = NULL;
         uint64_t stage_usec[_TICK_STAGE_MAX] = { 0 }, mark = thread_cpu_usec();
@@ -928,14 +1033,18 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResu
         }
         pipeline_stage_done(stage_usec, TICK_STAGE_DECIDE, &mark);
         pipeline_apply(p, env, groups, n, plan);
+        pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
+        bool quick_wanted = pipeline_quick_wanted(plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
+        ret->quick_wanted = quick_wanted;
         pipeline_stage_done(stage_usec, TICK_STAGE_APPLY, &mark);
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
-        log_debug("Tick: %zu tasks, %u groups; CPU time: sample %" PRIu64 " us, model %" PRIu64
+        log_debug("Tick: %zu tasks, %u groups, %s; CPU time: sample %" PRIu64 " us, model %" PRIu64
                   " us, decide %" PRIu64 " us, apply %" PRIu64 " us.",
-                  p->n_facts, n, stage_usec[TICK_STAGE_SAMPLE], stage_usec[TICK_STAGE_MODEL],
-                  stage_usec[TICK_STAGE_DECIDE], stage_usec[TICK_STAGE_APPLY]);
+                  p->n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],
+                  stage_usec[TICK_STAGE_MODEL], stage_usec[TICK_STAGE_DECIDE],
+                  stage_usec[TICK_STAGE_APPLY]);
         return 0;
 }
 
@@ -993,3 +1102,9 @@ static const char *const tick_stage_table[_TICK_STAGE_MAX] = {
         [TICK_STAGE_APPLY] = "apply",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(tick_stage, TickStage);
+
+static const char *const tick_kind_table[_TICK_KIND_MAX] = {
+        [TICK_REGULAR] = "regular",
+        [TICK_QUICK] = "quick",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(tick_kind, TickKind);

@@ -46,6 +46,20 @@ typedef enum TickStage {
 /* "sample", "model", "decide", "apply"; NULL out of range. */
 const char *tick_stage_to_string(TickStage s);
 
+/*
+ * Why a tick runs: its period came (regular), or something new appeared or
+ * a placement is being measured, and the manager brought it forward (quick:
+ * docs/design.md, "Deciding when something new appears").
+ */
+typedef enum TickKind {
+        TICK_REGULAR,
+        TICK_QUICK,
+        _TICK_KIND_MAX,
+} TickKind;
+
+/* "regular", "quick"; NULL out of range. */
+const char *tick_kind_to_string(TickKind k);
+
 /* What one tick produced. groups are the caller's to free (group_array_free()). */
 typedef struct TickResult {
         Group *groups; /* with their allowed CPUs as placed this tick */
@@ -56,6 +70,9 @@ typedef struct TickResult {
          * TRIAL_REVERTED; TRIAL_NONE: cut short). */
         unsigned trial_verdicts[_TRIAL_VERDICT_MAX];
         uint64_t stage_usec[_TICK_STAGE_MAX]; /* each stage's CPU time (the thread's clock) */
+        /* A group waits to be measured or a placement is on trial: the next
+         * tick is worth having soon (a quick one). */
+        bool quick_wanted;
 } TickResult;
 
 /*
@@ -72,7 +89,20 @@ Pipeline *pipeline_free(Pipeline *p);
  * CLOCK_MONOTONIC. Return: 0 and *ret, or negative errno (logged; nothing
  * was applied and *ret is empty).
  */
-int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickResult *ret);
+int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind kind,
+                  TickResult *ret);
+
+/*
+ * The wake source's notes (wake-source.h: an edge that just became a run
+ * across CPUs): an fd to watch, -1 without one; pipeline_dispatch_notes()
+ * when it is readable.
+ *
+ * Return: 1 when a note is about something the last tick had not decided (a
+ * task it did not know, or two tasks not yet in one group it decided): a
+ * quick tick is worth it; 0 when not; negative errno (logged at debug).
+ */
+int pipeline_notes_fd(const Pipeline *p);
+int pipeline_dispatch_notes(Pipeline *p);
 
 /* Hand every task back to the kernel and lift every constraint (restore):
  * the journal restore does the writing; this forgets the applied state. */

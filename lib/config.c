@@ -215,6 +215,8 @@ void config_defaults(Config *ret) {
         memset(ret, 0, sizeof(*ret));
         snprintf(ret->profile, sizeof(ret->profile), "%s", DEFAULT_PROFILE);
         ret->interval_ms = 1000;
+        ret->quick_interval_ms = 100;
+        ret->quick_ticks_per_sec = 5;
         ret->dry_run = false;
         snprintf(ret->journal_dir, sizeof(ret->journal_dir), "%s", "/run/placed");
         ret->wake_source = WAKE_SOURCE_AUTO;
@@ -478,6 +480,8 @@ static int parse_file(ConfigLoader *l, const char *path, const ConfigItem *items
 static const ConfigItem config_items[] = {
         ITEM_STR("daemon", "profile", config_parse_profile_name, Config, profile),
         ITEM_UINT("daemon", "interval_ms", Config, interval_ms, 100, 60000),
+        ITEM_UINT("daemon", "quick_interval_ms", Config, quick_interval_ms, 0, 10000),
+        ITEM_UINT("daemon", "quick_ticks_per_sec", Config, quick_ticks_per_sec, 1, 100),
         ITEM_BOOL("daemon", "dry_run", Config, dry_run),
         ITEM_STR("daemon", "journal_dir", config_parse_abs_path, Config, journal_dir),
         /* The replay source needs a file: only the command line selects it. */

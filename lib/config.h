@@ -122,6 +122,8 @@ typedef struct Config {
         /* [daemon] */
         char profile[PROFILE_NAME_MAX]; /* default profile */
         unsigned interval_ms;           /* tick */
+        unsigned quick_interval_ms;     /* a quick tick's measuring window; 0 = no quick ticks */
+        unsigned quick_ticks_per_sec; /* quick ticks a second, sustained (twice that in a burst) */
         bool dry_run;
         char journal_dir[256];
         WakeSourceKind wake_source;

@@ -86,7 +86,11 @@ typedef struct BpfWake {
         U64Map *info_by_tid;        /* tid -> infos index */
         uint64_t *wanted; /* mmap of the task_wanted bitmap: the tasks the iterator reports */
         size_t wanted_size;
-        WatchedTask *watch; /* owned: the tasks the caller watches (wake_source_watch()) */
+        struct ring_buffer *notes_ring; /* the notes ring (wake_note), NULL without */
+        struct wake_note *notes;        /* owned: consumed, not yet taken by the caller */
+        size_t n_notes;
+        uint64_t notes_dropped; /* more than BPF_NOTES_MAX between two takes */
+        WatchedTask *watch;     /* owned: the tasks the caller watches (wake_source_watch()) */
         size_t n_watch, n_watch_alloc;
         U64Map *watch_index; /* tid -> watch index */
 } BpfWake;
@@ -111,6 +115,7 @@ static uint64_t kernel_tick_ns(void) {
  * CPU gets 4096 records, and wakeups past them go to the edge cache (1024
  * sets a CPU there), which costs more per wakeup but is as exact.
  */
+#define BPF_NOTES_MAX     256           /* notes kept between two takes by the caller */
 #define EDGE_MAP_BUDGET   (64ULL << 20) /* bytes of per-CPU edge counts, at most */
 #define EDGE_CACHE_BUDGET (32ULL << 20) /* bytes of edge cache sets, at most (but see below) */
 #define WAKE_LOG_BUDGET   (32ULL << 20) /* bytes of wake log records, at most (likewise) */
@@ -241,6 +246,19 @@ static int bpf_attach_ordered(struct wake_bpf *skel) {
         return 0;
 }
 
+/* ring_buffer__consume()'s callback: keeps the note for wake_source_read_notes(). */
+static int bpf_on_note(void *ctx, void *data, size_t size) {
+        BpfWake *s = ctx;
+        if (size < sizeof(struct wake_note))
+                return 0;
+        if (s->n_notes >= BPF_NOTES_MAX) {
+                s->notes_dropped++;
+                return 0;
+        }
+        memcpy(&s->notes[s->n_notes++], data, sizeof(struct wake_note));
+        return 0;
+}
+
 static int bpf_wake_load(BpfWake *s) {
         struct wake_bpf *skel = wake_bpf__open();
         int r;
@@ -272,6 +290,12 @@ static int bpf_wake_load(BpfWake *s) {
         r = bpf_map_arrays(s);
         if (r < 0)
                 return r;
+        s->notes = calloc(BPF_NOTES_MAX, sizeof(*s->notes));
+        if (!s->notes)
+                return -ENOMEM;
+        s->notes_ring = ring_buffer__new(bpf_map__fd(skel->maps.notes), bpf_on_note, s, NULL);
+        if (!s->notes_ring)
+                return negative_errno();
         s->log_memo = calloc(LOG_MEMO_SIZE, sizeof(*s->log_memo));
         s->taken = calloc(s->n_cpus, sizeof(*s->taken));
         if (!s->log_memo || !s->taken || u64map_new(&s->edge_seen_map) < 0 ||
@@ -831,6 +855,8 @@ static BpfWake *bpf_wake_free(BpfWake *s) {
                 munmap((void *)s->cache, s->cache_size);
         if (s->wanted)
                 munmap(s->wanted, s->wanted_size);
+        ring_buffer__free(s->notes_ring);
+        free(s->notes);
         free(s->log_memo);
         free(s->taken);
         wake_bpf__destroy(s->skel);
@@ -928,6 +954,27 @@ static int bpf_source_watch(void *impl, const TaskId *ids, size_t n) {
         return 0;
 }
 
+static int bpf_source_notes_fd(const void *impl) {
+        const BpfWake *s = impl;
+        return s->notes_ring ? ring_buffer__epoll_fd(s->notes_ring) : -1;
+}
+
+static int bpf_source_read_notes(void *impl, WakeNote *ret, size_t max) {
+        BpfWake *s = impl;
+        int r = ring_buffer__consume(s->notes_ring);
+        if (r < 0)
+                return r;
+        size_t n = MIN(s->n_notes, max);
+        for (size_t i = 0; i < n; i++)
+                ret[i] = (WakeNote){
+                        .waker = (pid_t)s->notes[i].waker_tid,
+                        .wakee = (pid_t)s->notes[i].wakee_tid,
+                        .ts_ns = s->notes[i].ts_ns,
+                };
+        s->n_notes = 0;
+        return (int)n;
+}
+
 static int bpf_source_task(const void *impl, pid_t tid, WakeTaskView *ret) {
         const BpfWake *s = impl;
         uint32_t i;
@@ -955,4 +1002,6 @@ const WakeSourceOps wake_source_bpf_ops = {
         .get_cost = bpf_source_get_cost,
         .task = bpf_source_task,
         .watch = bpf_source_watch,
+        .notes_fd = bpf_source_notes_fd,
+        .read_notes = bpf_source_read_notes,
 };

@@ -43,6 +43,9 @@ typedef struct WakeSourceOps {
         int (*task)(const void *impl, pid_t tid, WakeTaskView *ret);
         /* Replaces the watched tasks (wake_source_watch()). NULL: nothing to watch. */
         int (*watch)(void *impl, const TaskId *ids, size_t n);
+        /* The notes' fd and reader (wake_source_notes_fd()). NULL: no notes. */
+        int (*notes_fd)(const void *impl);
+        int (*read_notes)(void *impl, WakeNote *ret, size_t max);
 } WakeSourceOps;
 
 extern const WakeSourceOps wake_source_bpf_ops;

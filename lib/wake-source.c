@@ -186,3 +186,11 @@ int wake_source_task(const WakeSource *s, pid_t tid, WakeTaskView *ret) {
 int wake_source_watch(WakeSource *s, const TaskId *ids, size_t n) {
         return s && s->ops->watch ? s->ops->watch(s->impl, ids, n) : 0;
 }
+
+int wake_source_notes_fd(const WakeSource *s) {
+        return s && s->ops->notes_fd ? s->ops->notes_fd(s->impl) : -1;
+}
+
+int wake_source_read_notes(WakeSource *s, WakeNote *ret, size_t max) {
+        return s && s->ops->read_notes ? s->ops->read_notes(s->impl, ret, max) : 0;
+}

@@ -2,9 +2,11 @@
 /*
  * Wake sources: where the wake graph's input comes from. Three kinds, one
  * interface, each kind behind an ops table in its own file (bpf, perf,
- * replay; wake-source-ops.h). Every kind is read on the tick: none has an fd
- * for the loop to watch. The bpf source also reports, from the same pass of
- * its task iterator, every task's scheduling facts (wake_source_task()).
+ * replay; wake-source-ops.h). Every kind is read on the tick. The bpf source
+ * also reports, from the same pass of its task iterator, every task's
+ * scheduling facts (wake_source_task()), and has an fd for the loop to
+ * watch: notes of edges that just became runs across CPUs, the sign of a new
+ * pair (wake_source_read_notes()), so that placed need not wait for its tick.
  *
  *  - "bpf": wake.bpf.c on tp_btf/sched_waking; wakeups logged per CPU, or
  *    counted per edge in the kernel when a log is full (optionally 1 in
@@ -140,3 +142,22 @@ int wake_source_task(const WakeSource *s, pid_t tid, WakeTaskView *ret);
  * Return: 0, or -ENOMEM (the old set stays).
  */
 int wake_source_watch(WakeSource *s, const TaskId *ids, size_t n);
+
+/* A note (wake.h's wake_note): a run of WAKE_NOTE_RUN wakeups of one edge on one CPU. */
+typedef struct WakeNote {
+        pid_t waker, wakee; /* TIDs as placed's /proc shows them; 0: outside its namespace */
+        uint64_t ts_ns;     /* CLOCK_MONOTONIC when the run reached the count */
+} WakeNote;
+
+/* Return: the fd that is readable when notes are waiting, or -1 (no notes: perf, replay). */
+int wake_source_notes_fd(const WakeSource *s);
+
+/*
+ * wake_source_read_notes() - the notes written since the last call, at most
+ * max of them into ret (the BPF program writes one per CPU and edge, so a
+ * steady pair writes none after its first; a burst beyond the source's
+ * buffer is dropped: the tick sees those edges anyway).
+ *
+ * Return: how many, or negative errno.
+ */
+int wake_source_read_notes(WakeSource *s, WakeNote *ret, size_t max);

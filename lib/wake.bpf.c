@@ -156,6 +156,7 @@ typedef __u32 __wsum;
 typedef int pid_t;
 
 enum {
+        BPF_MAP_TYPE_RINGBUF = 27,
         BPF_MAP_TYPE_ARRAY = 2,
         BPF_MAP_TYPE_PERCPU_HASH = 5,
         BPF_MAP_TYPE_PERCPU_ARRAY = 6,
@@ -284,10 +285,15 @@ const volatile __u32 cache_sets = 1;       /* sets per CPU in edge_cache, a powe
 const volatile __u32 cache_set_shift = 64; /* 64 - log2(cache_sets) */
 const volatile __u32 mask_words = 1;       /* WAKE_MASK_WORDS(possible CPUs), at most _MAX */
 const volatile __u8 filter_tasks = 1;      /* the iterator reports only the tasks in task_wanted */
+const volatile __u8 notes_on = 1;          /* write notes (wake_note) to the notes ring */
 
 /* Set by the iterator, read by userspace after it: jiffies -> CLOCK_MONOTONIC. */
 __u64 clock_jiffies;
 __u64 clock_mono_ns;
+/* Set by the iterator (placed's context): the level and namespace of placed's
+ * PIDs, for the notes' TIDs (0: the initial one). */
+__u32 reader_level;
+__u64 reader_ns;
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -322,6 +328,12 @@ struct {
         __type(key, __u32);
         __type(value, struct wake_edge_set);
 } edge_cache SEC(".maps");
+
+/* Notes of runs that reached WAKE_NOTE_RUN (wake_note); rare: 16 KiB. */
+struct {
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, 16384);
+} notes SEC(".maps");
 
 /* The iterator's record of one task and its allowed-CPU mask, built here
  * rather than on the stack (512 bytes), then written as one. */
@@ -494,6 +506,47 @@ int BPF_PROG(wake_timer_exit) {
 }
 
 /*
+ * A task's number in the PID namespace at level (the reader's: see below),
+ * or 0 if the task is not in it.
+ */
+static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
+                                       struct pid_namespace *ns) {
+        struct pid *pid = BPF_CORE_READ(t, thread_pid);
+        struct upid up = {};
+        if (!pid || BPF_CORE_READ(pid, level) < level)
+                return 0;
+        bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
+        return up.ns == ns ? (__u32)up.nr : 0;
+}
+
+/*
+ * The CPU's run reached WAKE_NOTE_RUN: a note, unless this CPU's last one
+ * was of the same edge (a run that other wakeups cut and that resumes).
+ * Off the hot path: it runs once a run. Returns 0.
+ */
+static __attribute__((noinline)) int
+run_note(struct wake_cpu_ctl *c, __u32 cpu, struct task_struct *waker, struct task_struct *wakee) {
+        if (!notes_on || (c->noted_waker == c->run_waker && c->noted_wakee == c->run_wakee))
+                return 0;
+        c->noted_waker = c->run_waker;
+        c->noted_wakee = c->run_wakee;
+        struct wake_note *n = bpf_ringbuf_reserve(&notes, sizeof(*n), 0);
+        if (!n)
+                return 0; /* the ring is full: userspace is behind, and its tick will see it */
+        n->waker_task = c->run_waker;
+        n->wakee_task = c->run_wakee;
+        n->ts_ns = bpf_ktime_get_ns();
+        n->cpu = cpu;
+        /* TIDs as placed's /proc shows them (the iterator set where that is). */
+        __u32 level = reader_level;
+        struct pid_namespace *ns = (struct pid_namespace *)(unsigned long)reader_ns;
+        n->waker_tid = level > 0 ? pid_in_ns(waker, level, ns) : (__u32)BPF_CORE_READ(waker, pid);
+        n->wakee_tid = level > 0 ? pid_in_ns(wakee, level, ns) : (__u32)BPF_CORE_READ(wakee, pid);
+        bpf_ringbuf_submit(n, 0);
+        return 0;
+}
+
+/*
  * Copies the settings into this CPU's hot line (see WAKE_CFG_SET), once.
  * Returns the cfg byte.
  */
@@ -548,7 +601,10 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
 
         /* The CPU's last edge again: one more in its run (see the top). */
         if (c->run_waker == (__u64)(unsigned long)cur && c->run_wakee == (__u64)(unsigned long)p) {
-                c->run_count++;
+                __u64 n = c->run_count + 1;
+                c->run_count = n;
+                if (n == WAKE_NOTE_RUN)
+                        return run_note(c, cpu, cur, p);
                 return 0;
         }
 
@@ -600,20 +656,6 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
                 WRITE_SEQ(c->run_count, 1); /* after its edge (see the top) */
         }
         return 0;
-}
-
-/*
- * A task's number in the PID namespace at level (the reader's: see below),
- * or 0 if the task is not in it.
- */
-static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
-                                       struct pid_namespace *ns) {
-        struct pid *pid = BPF_CORE_READ(t, thread_pid);
-        struct upid up = {};
-        if (!pid || BPF_CORE_READ(pid, level) < level)
-                return 0;
-        bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
-        return up.ns == ns ? (__u32)up.nr : 0;
 }
 
 /* What /proc/TID/stat's state field is built from, and the scheduling facts of schedstat. */
@@ -684,6 +726,13 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
         struct pid *reader_pid = reader->thread_pid;
         __u32 level = reader_pid ? reader_pid->level : 0;
         struct pid_namespace *ns = NULL;
+        if (level > 0) {
+                struct upid up = {};
+                bpf_core_read(&up, sizeof(up), &reader_pid->numbers[level]);
+                ns = up.ns;
+        }
+        reader_level = level;
+        reader_ns = (__u64)(unsigned long)ns;
         struct wake_task_info *r = &rec->info;
         __builtin_memset(r, 0, sizeof(*r));
         r->task = addr;
@@ -691,9 +740,6 @@ int wake_task_iter(struct bpf_iter__task *ctx) {
         r->tid = t->pid;
         r->tgid = t->tgid;
         if (level > 0) {
-                struct upid up = {};
-                bpf_core_read(&up, sizeof(up), &reader_pid->numbers[level]);
-                ns = up.ns;
                 r->tid = pid_in_ns(t, level, ns);
                 r->tgid = pid_in_ns(t->group_leader, level, ns);
                 if (!r->tid || !r->tgid)

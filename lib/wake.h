@@ -150,6 +150,26 @@ struct wake_task_info {
 #define WAKE_MASK_WORDS(n)  (((n) + 63) / 64)
 #define WAKE_MASK_WORDS_MAX 64 /* 4096 CPUs: CPUSET_MAX_CPUS */
 
+/*
+ * A note: a run of one edge on one CPU reached WAKE_NOTE_RUN wakeups in a
+ * row, the sign of a pair handing work back and forth across two CPUs (each
+ * CPU sees one direction, a run that does not end). The program writes one
+ * to its ring buffer when a CPU's run reaches the count, unless that CPU's
+ * last note was of the same edge, so that userspace can decide at once
+ * instead of at its next tick; it costs the hot path one compare.
+ */
+#define WAKE_NOTE_RUN 32
+
+struct wake_note {
+        __u64 waker_task; /* task_struct addresses, as in wake_edge_key */
+        __u64 wakee_task;
+        __u64 ts_ns;     /* CLOCK_MONOTONIC when the run reached WAKE_NOTE_RUN */
+        __u32 waker_tid; /* as placed's /proc shows them; 0: not in its PID namespace */
+        __u32 wakee_tid;
+        __u32 cpu;
+        __u32 reserved;
+};
+
 /* wake_cpu_ctl.cfg: the program's settings, copied from its read-only data
  * into the hot line at the CPU's first wakeup, so that the hot path reads no
  * other cache line nor page of its own than this one and the log's. */
@@ -194,7 +214,8 @@ struct wake_cpu_ctl {
         __u64 cached;        /* counted in the edge cache (the log was full) */
         __u64 misses;        /* of those, edge cache misses: calls that took a way */
         __u64 task_addr[2];  /* scratch of the edge cache path */
-        __u64 pad1[2];
+        __u64 noted_waker;   /* the edge of the last note this CPU wrote (see wake_note) */
+        __u64 noted_wakee;
         __u64 log_tail; /* written by userspace: records read from the log */
         __u64 pad2[7];
 };
