@@ -295,7 +295,8 @@ live_profiles_with() {
 }
 
 # live_placed_start NAME ARGS...: placed with config $T/NAME.conf, 200 ms
-# ticks, journal $T/journal, log $T/NAME.log; waits for its start message.
+# ticks (live_interval_ms), journal $T/journal, log $T/NAME.log; waits for
+# its start message.
 # Profiles from live_profiles_dir when set, else the shipped ones (with a
 # longer trial on a slow machine, see live_scaled_profiles). live_placed_wrap
 # (words) goes before the command, e.g. to run placed in a namespace of its
@@ -311,7 +312,8 @@ live_placed_start() {
     rm -f "$T/$name.log"
     # Debug level: a failure shows why placed left a group alone.
     # shellcheck disable=SC2086
-    ${live_placed_wrap:-} "$placed_bin" --foreground --bus none --interval-ms 200 --log-level debug \
+    ${live_placed_wrap:-} "$placed_bin" --foreground --bus none \
+        --interval-ms "${live_interval_ms:-200}" --log-level debug \
         --config "$T/$name.conf" --profiles-dir "${profiles:-$PLACED_SRC/conf/profiles}" \
         --journal-dir "$T/journal" "$@" \
         >"$T/$name.log" 2>&1 &

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Quick ticks (docs/design.md, "Deciding when something new appears"): the
+# real placed, the real BPF sampler and its notes, ticks of a whole second
+# (the default), profile balanced:
+#   1. a new lockstep pipe pair is placed at a quick tick, long before the
+#      next regular one could have: its Placing line says "at a quick tick"
+#      and how long after its first note; its trial is judged at quick ticks;
+#      then, nothing new and nothing on trial, no quick tick runs for 3 s;
+#   2. a storm of new edges (hackbench starting four groups of 40 tasks, then
+#      a new pair every half second) with [daemon] quick_ticks_per_sec = 2:
+#      no more quick ticks than the budget allows, at most 2 x 2 + 2 a
+#      second of placed's life;
+#   3. [daemon] quick_interval_ms = 0: the pair waits for a regular tick,
+#      and no quick tick runs at all.
+# What a quick tick costs and how soon a pair is placed are measured by the
+# benchmark (tests/bench/bench.py), not here: this checks behaviour only.
+. "$(dirname "$0")/lib/common.sh"
+
+live_init
+command -v perf >/dev/null || skip "perf (linux-perf) is not installed"
+[ "$(nproc --all)" -ge 2 ] || skip "needs at least 2 CPUs to tell packed from spread"
+live_interval_ms=1000
+
+# quick_ticks LOG: how many quick ticks the log shows (placed logs every tick at debug level).
+quick_ticks() { grep -c ' groups, quick; CPU time' "$1" || true; }
+placing_line() { grep -m1 "Placing pair group .*sched-pipe" "$1" || true; }
+
+step_quick_pair() {
+    live_config quick
+    live_placed_start quick
+    local log=$T/quick.log
+    grep -q 'Wake sampler: BPF' "$log" || skip "no BPF sampler here (notes need it): $(grep -m1 'sampler' "$log")"
+    pair_start
+    wait_packed "$log"
+    local line
+    line=$(placing_line "$log")
+    [ -n "$line" ] || fail "1. packed, but placed logged no Placing line: $(cat "$log")"
+    [[ $line == *"ms after its first wakeups were noted, at a quick tick"* ]] ||
+        fail "1. the pair was not placed at a quick tick after its note: $line"
+    ok "1. pair placed ${packed_ms} ms after it started: ${line##*; }"
+    wait_for_ms 8000 grep -qE "Keeping pair group|Handing pair group" "$log" ||
+        fail "1. no verdict on the pair's trial: $(tail -n 20 "$log")"
+    local before after
+    before=$(quick_ticks "$log")
+    sleep $((3 * time_scale))
+    after=$(quick_ticks "$log")
+    [ "$after" -eq "$before" ] ||
+        fail "1. $((after - before)) quick ticks with nothing new and nothing on trial: $(grep -A2 -B2 ' quick; ' "$log" | tail -n 20)"
+    ok "1. $before quick ticks while the pair was new and on trial, none in the 3 s after its verdict"
+    placed_stop TERM
+    pair_stop
+}
+
+step_storm_bounded() {
+    live_config storm 'quick_ticks_per_sec = 2'
+    local t0 t1 n pairs=()
+    t0=$(now_ms)
+    live_placed_start storm
+    local log=$T/storm.log
+    grep -q 'Wake sampler: BPF' "$log" || skip "no BPF sampler here (notes need it)"
+    live_spawn perf bench sched messaging -g 4 -l 2000
+    local storm=$!
+    for i in 1 2 3 4 5 6; do
+        live_spawn perf bench sched pipe -l 50000000
+        pairs+=("$!")
+        sleep 0.5
+    done
+    sleep 1
+    t1=$(now_ms)
+    n=$(quick_ticks "$log")
+    local allowed=$((2 * 2 + 2 * (t1 - t0 + 999) / 1000))
+    [ "$n" -le "$allowed" ] ||
+        fail "2. $n quick ticks in $((t1 - t0)) ms, more than the budget's $allowed (2 a second, a burst of 4)"
+    [ "$n" -gt 0 ] || fail "2. no quick tick at all while six new pairs started: $(tail -n 30 "$log")"
+    ok "2. $n quick ticks in $((t1 - t0)) ms of new pairs and hackbench (at most $allowed)"
+    placed_stop TERM
+    live_kill "$storm"
+    for p in "${pairs[@]}"; do live_kill "$p"; done
+}
+
+step_quick_off() {
+    live_config slow 'quick_interval_ms = 0'
+    live_placed_start slow
+    local log=$T/slow.log
+    pair_start
+    wait_packed "$log"
+    local line
+    line=$(placing_line "$log")
+    [[ $line == *"at a regular tick"* ]] || fail "3. with quick_interval_ms = 0: $line"
+    [ "$(quick_ticks "$log")" -eq 0 ] || fail "3. quick ticks ran with quick_interval_ms = 0"
+    ok "3. quick ticks off: the pair waited for a regular tick (${packed_ms} ms), no quick tick ran"
+    placed_stop TERM
+    pair_stop
+}
+
+live_step 1 step_quick_pair
+live_step 2 step_storm_bounded
+live_step 3 step_quick_off
+live_steps_done
+live_check_restored
+ok "quick ticks: placed at once when something new appears, and within their budget"
