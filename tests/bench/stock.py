@@ -17,6 +17,19 @@ The servers' figures are their steady state: the client
 runs args.warmup + args.seconds seconds as one process, and only its last
 args.seconds count, so a placement decided in the first ticks is measured
 after it took effect (the same window for every configuration).
+
+Time to place (watch.py, every 5 ms): from the client's start until the
+server's serving thread and the client were both allowed on one and the
+same CPU. The serving thread: redis-server's main thread (it serves every
+client; --io-threads 1), the PostgreSQL backend forked for the connection
+(the postmaster's child whose title is "postgres: postgres postgres
+[local] ..."), sockperf's and iperf3's server (one thread each). The client
+is one thread in each (redis-benchmark, pgbench -j 1, sockperf, iperf3).
+
+Sessions (wl_*_session, bench.py's --sessions): a new one-connection client
+against a server that has already run, for args.session_seconds, its
+throughput over the whole session (no warm-up left out) and its time to
+place from the session's start.
 """
 import glob
 import json
@@ -30,25 +43,38 @@ import subprocess
 import tempfile
 import time
 
+import watch
+
 
 class Workload:
     """kind: "pair" (ceiling measured, target: share of the ceiling's gain),
-    "noloss" (target: speed-up over the kernel alone), None (no target).
-    pinnable: the ceiling configuration applies (a pair's two sides)."""
+    "gain" (target: a speed-up over the kernel alone above 1), "noloss"
+    (target: speed-up over the kernel alone), None (no target).
+    pinnable: the ceiling configuration applies (a pair's two sides).
+    sessions: a run is several client sessions against one server and one
+    placed, each its own figure (bench.py's --sessions). placed_only: only
+    configurations that run placed apply (its own cost is the figure).
+    part_of: (workload, key) when this is a second figure of another
+    workload's runs, not run by itself. placed_args: extra arguments for
+    placed in this workload's runs."""
 
     def __init__(self, run, metric, better, label, kind=None, target=None, pinnable=False,
-                 setup=None, needs=()):
+                 setup=None, needs=(), sessions=False, placed_only=False, part_of=None,
+                 placed_args=()):
         self.run, self.setup = run, setup
         self.metric, self.better, self.label = metric, better, label
         self.kind, self.target, self.pinnable = kind, target, pinnable
         self.needs = needs  # (program, Debian package) pairs
+        self.sessions, self.placed_only, self.part_of = sessions, placed_only, part_of
+        self.placed_args = placed_args
 
 
 class Env:
     """What one run owns: a private directory, its server processes, its pin."""
 
-    def __init__(self, pin=None, shared=None):
+    def __init__(self, pin=None, shared=None, placed=None):
         self.pin = pin
+        self.placed = placed  # bench.Placed of this run, or None
         self.shared = shared  # the harness-wide state (Shared) for one-time setups
         self.dir = tempfile.mkdtemp(prefix="placed-bench-run-")
         os.chmod(self.dir, 0o711)  # servers running as another user reach their subdirectory
@@ -184,23 +210,70 @@ def unix_connectable(path):
             return False
 
 
-def run_for(argv, seconds):
+class Client:
+    """A client process and the watch of it with the server's serving thread
+    (serving: a function returning that thread's TID, or None while there is
+    none yet). t0 is the client's start (monotonic)."""
+
+    def __init__(self, argv, serving, **kw):
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen(argv, **kw)
+        pid = self.p.pid
+
+        def pair():
+            tid = serving()
+            return [(tid, pid)] if tid else None
+        self.watch = watch.Watch(resolve=pair)
+        self.watch.start()
+
+    def figures(self, t0=None):
+        """Time to place from t0 (default: the client's start)."""
+        self.watch.stop()
+        return self.watch.figures(self.t0 if t0 is None else t0)
+
+    def close(self):
+        self.watch.stop()
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def run_for(argv, seconds, serving):
     """Run a client that runs until stopped for `seconds`, then SIGINT it (as
-    Ctrl-C would); return its stdout + stderr."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    Ctrl-C would); return its stdout + stderr and its time to place with the
+    serving thread."""
+    c = Client(argv, serving, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = c.p
     try:
-        out, _ = p.communicate(timeout=seconds)
-        raise RuntimeError("%s ended early (status %d):\n%s" % (argv[0], p.returncode, out[-2000:]))
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGINT)
         try:
-            # redis-benchmark does not end on SIGINT; what it printed is
-            # already in the pipe, so waiting longer only costs time.
-            out, _ = p.communicate(timeout=2)
+            out, _ = p.communicate(timeout=seconds)
+            raise RuntimeError("%s ended early (status %d):\n%s" % (argv[0], p.returncode,
+                                                                     out[-2000:]))
         except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-    return out
+            p.send_signal(signal.SIGINT)
+            try:
+                # redis-benchmark does not end on SIGINT; what it printed is
+                # already in the pipe, so waiting longer only costs time.
+                out, _ = p.communicate(timeout=2)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+        return out, c.figures()
+    finally:
+        c.close()
+
+
+def run_client(argv, timeout, serving):
+    """Run a client to its end; return the CompletedProcess-like (returncode,
+    stdout, stderr) and the Client (its figures not yet taken)."""
+    c = Client(argv, serving, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = c.p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        c.close()
+        raise RuntimeError("%s did not end within %d s" % (argv[0], timeout))
+    c.watch.stop()
+    return c.p.returncode, out, err, c
 
 
 # --- redis: redis-server on a unix socket, redis-benchmark
@@ -213,6 +286,7 @@ def redis_setup(args, env):
     wait_for("redis-server", lambda: unix_connectable(sock), [p], env, "redis.log")
     env.pin_server(p.pid)
     env.state["redis_sock"] = sock
+    env.state["serving"] = lambda: p.pid  # the main thread serves every client
 
 
 def redis_bench(args, env, clients):
@@ -220,8 +294,9 @@ def redis_bench(args, env, clients):
     it prints its instantaneous rate every 250 ms; the first args.warmup
     seconds of samples are left out."""
     total = args.warmup + args.seconds
-    out = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c", str(clients),
-                           "-n", "1000000000", "-t", "get", "-q"]), total)
+    out, placed = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c",
+                                   str(clients), "-n", "1000000000", "-t", "get", "-q"]), total,
+                          env.state["serving"])
     rates = [float(x) for x in re.findall(r"rps=([\d.]+) \(overall", out)]
     # The first sample comes at the start (rate 0); then one every 250 ms.
     rates = rates[1:]
@@ -229,12 +304,30 @@ def redis_bench(args, env, clients):
     window = rates[skip:]
     if len(window) < 2:
         raise RuntimeError("redis-benchmark printed %d rate samples:\n%s" % (len(rates), out[-2000:]))
-    return {"metric": "GET/s", "value": sum(window) / len(window), "better": "higher",
-            "samples": len(window)}
+    res = {"metric": "GET/s", "value": sum(window) / len(window), "better": "higher",
+           "samples": len(window)}
+    if clients == 1:
+        res.update(placed)
+    return res
 
 
 def wl_redis_1c(args, env):
     return redis_bench(args, env, 1)
+
+
+def wl_redis_session(args, env):
+    """One new redis-benchmark -c 1 for args.session_seconds: GET/s over the
+    whole session, redis-benchmark's own overall rate at its last report
+    (every 250 ms)."""
+    out, placed = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c", "1",
+                                   "-n", "1000000000", "-t", "get", "-q"]), args.session_seconds,
+                          env.state["serving"])
+    overall = re.findall(r"\(overall: ([\d.]+)\)", out)
+    if not overall:
+        raise RuntimeError("redis-benchmark printed no rate:\n%s" % out[-2000:])
+    res = {"metric": "GET/s", "value": float(overall[-1]), "better": "higher"}
+    res.update(placed)
+    return res
 
 
 def wl_redis_32c(args, env):
@@ -312,16 +405,53 @@ def pg_start(env, pg):
                                env.log_tail("postgres.log"))
         time.sleep(0.05)
     env.state["pg_sock"] = sockdir
+    env.state["serving"] = lambda: pg_backend(p.pid)
     return p
 
 
+def pg_backend(postmaster):
+    """The backend serving pgbench's connection: the postmaster's newest child
+    whose title says user and database postgres over the unix socket (not
+    the checkpointer and the other helpers). None while there is none."""
+    best = None
+    try:
+        with open("/proc/%d/task/%d/children" % (postmaster, postmaster)) as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        return None
+    for c in children:
+        try:
+            with open("/proc/%d/cmdline" % c, "rb") as f:
+                title = f.read()
+            with open("/proc/%d/stat" % c) as f:
+                start = int(f.read().rsplit(")", 1)[1].split()[19])
+        except (OSError, ValueError, IndexError):
+            continue
+        if title.startswith(b"postgres: postgres postgres [local]"):
+            if best is None or start >= best[0]:
+                best = (start, c)
+    return best[1] if best else None
+
+
+def pgbench_argv(env, pg, extra):
+    return env.cmd([os.path.join(pg["bindir"], "pgbench"), "-h", env.state["pg_sock"],
+                    "-U", "postgres"] + extra + ["postgres"])
+
+
 def pgbench(env, pg, extra):
-    r = subprocess.run(env.cmd([os.path.join(pg["bindir"], "pgbench"), "-h", env.state["pg_sock"],
-                                "-U", "postgres"] + extra + ["postgres"]),
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(pgbench_argv(env, pg, extra), capture_output=True, text=True, timeout=600)
     if r.returncode:
         raise RuntimeError("pgbench %s failed:\n%s%s" % (" ".join(extra), r.stdout, r.stderr))
     return r.stdout + r.stderr
+
+
+def pgbench_watched(env, extra, seconds):
+    """pgbench run to its end, watched with its backend: output and Client."""
+    rc, out, err, c = run_client(pgbench_argv(env, env.shared.pg, extra), seconds + 60,
+                                 env.state["serving"])
+    if rc:
+        raise RuntimeError("pgbench %s failed:\n%s%s" % (" ".join(extra), out, err))
+    return out + err, c
 
 
 def pg_setup(args, env):
@@ -335,13 +465,30 @@ def wl_pg_1c(args, env):
     """pgbench -S (one indexed SELECT a transaction), one connection: the
     mean of its per-second progress reports after the warm-up."""
     warm, secs = int(round(args.warmup)), max(2, int(round(args.seconds)))
-    out = pgbench(env, env.shared.pg, ["-c", "1", "-S", "-T", str(warm + secs), "-P", "1"])
+    out, client = pgbench_watched(env, ["-c", "1", "-S", "-T", str(warm + secs), "-P", "1"],
+                                  warm + secs)
     tps = [(float(t), float(v)) for t, v in re.findall(r"progress: ([\d.]+) s, ([\d.]+) tps", out)]
     window = [v for t, v in tps if t > warm + 0.5]
     if len(window) < 2:
         raise RuntimeError("pgbench printed %d progress lines:\n%s" % (len(tps), out[-2000:]))
-    return {"metric": "SELECT tps", "value": sum(window) / len(window), "better": "higher",
-            "samples": len(window)}
+    res = {"metric": "SELECT tps", "value": sum(window) / len(window), "better": "higher",
+           "samples": len(window)}
+    res.update(client.figures())
+    return res
+
+
+def wl_pg_session(args, env):
+    """One new pgbench -c 1 -S for args.session_seconds (whole seconds, at
+    least 1): its transactions over the session's length, connecting
+    included."""
+    secs = max(1, int(round(args.session_seconds)))
+    out, client = pgbench_watched(env, ["-c", "1", "-S", "-T", str(secs)], secs)
+    n = re.search(r"number of transactions actually processed: (\d+)", out)
+    if not n:
+        raise RuntimeError("pgbench printed no transaction count:\n%s" % out[-2000:])
+    res = {"metric": "SELECT tps", "value": int(n.group(1)) / secs, "better": "higher"}
+    res.update(client.figures())
+    return res
 
 
 # --- UDP request/response over loopback: sockperf server + sockperf ping-pong
@@ -352,6 +499,7 @@ def sockperf_setup(args, env):
     wait_for("sockperf server", lambda: loopback_bound("udp", port, False), [p], env, "sockperf.log")
     env.pin_server(p.pid)
     env.state["udp_port"] = port
+    env.state["serving"] = lambda: p.pid  # one thread
 
 
 def wl_udp_1c(args, env):
@@ -363,11 +511,28 @@ def wl_udp_1c(args, env):
     # sockperf sleeps 2 s between its warm-up messages and the test, then runs
     # the test for -t seconds (its first 0.4 s are not logged).
     total = int(args.warmup + args.seconds + 0.999)
-    r = subprocess.run(env.cmd(["sockperf", "ping-pong", "-i", "127.0.0.1", "-p",
-                                str(env.state["udp_port"]), "-t", str(total), "--full-log", log]),
-                       capture_output=True, text=True, timeout=total + 30)
-    if r.returncode:
-        raise RuntimeError("sockperf ping-pong failed:\n" + r.stdout + r.stderr)
+    rc, out, err, client = run_client(
+        env.cmd(["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", str(env.state["udp_port"]),
+                 "-t", str(total), "--full-log", log]), total + 30, env.state["serving"])
+    if rc:
+        raise RuntimeError("sockperf ping-pong failed:\n" + out + err)
+    tx = sockperf_log(log, out)
+    start = tx[0] - 0.4 + args.warmup
+    window = [t for t in tx if t >= start]
+    if len(window) < 2 or window[-1] - window[0] < args.seconds / 2:
+        raise RuntimeError("sockperf's log covers %.2f s, less than the warm-up" % (tx[-1] - tx[0]))
+    res = {"metric": "round trips/s", "value": (len(window) - 1) / (window[-1] - window[0]),
+           "better": "higher", "window_s": round(window[-1] - window[0], 3)}
+    # From the client's start, which includes sockperf's pause of about 2 s
+    # before its test (its first logged message, less 0.4 s, is the test's start).
+    res.update(client.figures())
+    res["test_start_s"] = round(tx[0] - 0.4, 3)
+    return res
+
+
+def sockperf_log(log, out):
+    """Send times of the round trips in a --full-log (seconds from the
+    client's start)."""
     tx = []
     with open(log) as f:
         for line in f:
@@ -375,13 +540,35 @@ def wl_udp_1c(args, env):
             if m and float(m.group(2)) > 0:
                 tx.append(float(m.group(1)))
     if len(tx) < 100:
-        raise RuntimeError("sockperf logged %d round trips:\n%s" % (len(tx), r.stdout[-2000:]))
-    start = tx[0] - 0.4 + args.warmup
-    window = [t for t in tx if t >= start]
-    if len(window) < 2 or window[-1] - window[0] < args.seconds / 2:
-        raise RuntimeError("sockperf's log covers %.2f s, less than the warm-up" % (tx[-1] - tx[0]))
-    return {"metric": "round trips/s", "value": (len(window) - 1) / (window[-1] - window[0]),
-            "better": "higher", "window_s": round(window[-1] - window[0], 3)}
+        raise RuntimeError("sockperf logged %d round trips:\n%s" % (len(tx), out[-2000:]))
+    return tx
+
+
+def wl_udp_session(args, env):
+    """One new sockperf ping-pong for args.session_seconds (whole seconds, at
+    least 1), without its warm-up messages: its round trips over the whole
+    test ([Total Run], the first 0.4 s included, which its own figures leave
+    out). sockperf pauses about 2 s between its start and the test: the
+    session, and its time to place, start at the test's start, the first
+    logged message less those 0.4 s (its log's times count from the
+    client's start)."""
+    secs = max(1, int(round(args.session_seconds)))
+    log = os.path.join(env.dir, "sockperf-session.csv")
+    rc, out, err, client = run_client(
+        env.cmd(["sockperf", "ping-pong", "-i", "127.0.0.1", "-p", str(env.state["udp_port"]),
+                 "-t", str(secs), "--dontwarmup", "--full-log", log]), secs + 30,
+        env.state["serving"])
+    if rc:
+        raise RuntimeError("sockperf ping-pong failed:\n" + out + err)
+    total = re.search(r"\[Total Run\] RunTime=([\d.]+) sec;.*ReceivedMessages=(\d+)", out)
+    if not total:
+        raise RuntimeError("sockperf printed no [Total Run] line:\n" + out[-2000:])
+    tx = sockperf_log(log, out)
+    start = tx[0] - 0.4
+    res = {"metric": "round trips/s", "value": int(total.group(2)) / float(total.group(1)),
+           "better": "higher", "test_start_s": round(start, 3)}
+    res.update(client.figures(client.t0 + start))
+    return res
 
 
 # --- a streaming pair over loopback TCP: iperf3, one stream
@@ -392,6 +579,7 @@ def iperf3_setup(args, env):
     wait_for("iperf3 server", lambda: loopback_bound("tcp", port, True), [p], env, "iperf3.log")
     env.pin_server(p.pid)
     env.state["tcp_port"] = port
+    env.state["serving"] = lambda: p.pid  # one thread (iperf3 before 3.16)
 
 
 def wl_stream(args, env):
@@ -399,21 +587,22 @@ def wl_stream(args, env):
     omits the first args.warmup seconds itself (-O)."""
     secs = max(1, int(round(args.seconds)))
     warm = int(round(args.warmup))
-    r = subprocess.run(env.cmd(["iperf3", "-c", "127.0.0.1", "-p", str(env.state["tcp_port"]),
-                                "-t", str(secs), "-O", str(warm), "-J"]),
-                       capture_output=True, text=True, timeout=secs + warm + 30)
+    rc, out, err, client = run_client(
+        env.cmd(["iperf3", "-c", "127.0.0.1", "-p", str(env.state["tcp_port"]), "-t", str(secs),
+                 "-O", str(warm), "-J"]), secs + warm + 30, env.state["serving"])
     try:
-        res = json.loads(r.stdout)
+        res = json.loads(out)
         bps = res["end"]["sum_received"]["bits_per_second"]
     except (ValueError, KeyError):
-        raise RuntimeError("iperf3 client failed (status %d):\n%s%s" % (
-            r.returncode, r.stdout[-2000:], r.stderr))
+        raise RuntimeError("iperf3 client failed (status %d):\n%s%s" % (rc, out[-2000:], err))
     # Each measured second's rate: whether a run's figure is one level or a
     # change within the run (results.json).
     per_s = [round(i["sum"]["bits_per_second"] / 1e9, 3) for i in res.get("intervals", [])
              if not i["sum"].get("omitted")]
-    return {"metric": "Gbit/s", "value": bps / 1e9, "better": "higher", "interval_gbps": per_s,
-            "cpu_utilization_percent": res["end"].get("cpu_utilization_percent")}
+    fig = {"metric": "Gbit/s", "value": bps / 1e9, "better": "higher", "interval_gbps": per_s,
+           "cpu_utilization_percent": res["end"].get("cpu_utilization_percent")}
+    fig.update(client.figures())
+    return fig
 
 
 # --- many threads contending on one lock: sysbench threads
