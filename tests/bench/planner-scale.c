@@ -8,13 +8,25 @@
  * as JSON.
  *
  *   planner-scale [-r RUNS] [-t TASKS] [-e EDGES]
+ *   planner-scale -g GROUPS [-s] [-r RUNS] [-o FILE]
  *
  * Workload: 5000 lockstep pairs, 500 meshes of 40 tasks, 100 masters with 64
  * workers each, and the remaining tasks as sparse background noise, which
  * also fills up the edge count.
+ *
+ * With -g, the groups are made directly, GROUPS of them, as a snapshot
+ * ("placed --plan --snapshot" input, written to FILE with -o): of every 50
+ * groups one master with 16 workers, 4 meshes of 8 tasks and 45 pairs, all
+ * light (pairs 0.2-1.2% of a CPU, meshes 3%, fan-outs 6%: 40,000 groups keep
+ * about 400 of the 512 CPUs busy). With -s they share tasks: each group's
+ * first task is the one before's last, as a model that merged nothing would
+ * list them. Reported apart: parsing the snapshot's JSON (as placed --plan
+ * does first) and policy_decide() on what was parsed, each run from no
+ * previous plan, as placed --plan decides.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,17 +101,157 @@ static int cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+static const char *const profiles[] = { "power-first", "balanced", "latency-first" };
+
+/* Prints ", \"decide_ms_P\": median, \"decide_max_ms_P\": worst" for a profile. */
+static void print_times(const char *key, const char *profile, uint64_t *times, unsigned runs) {
+        qsort(times, runs, sizeof(*times), cmp_u64);
+        printf(", \"%s_ms%s%s\": %.2f, \"%s_max_ms%s%s\": %.2f", key, profile ? "_" : "",
+               profile ? profile : "", times[runs / 2] / 1e6, key, profile ? "_" : "",
+               profile ? profile : "", times[runs - 1] / 1e6);
+}
+
+/* One generated group: n tasks from *next_tid on (the first is shared_tid
+ * when that is not 0), on the machine's CPUs, where a pair ran on two CPUs
+ * and a larger group on one LLC. */
+static int make_group(Group *g, uint64_t id, GroupClass class, unsigned n, pid_t shared_tid,
+                      pid_t *next_tid, const Topology *topo) {
+        g->id = id;
+        g->class = class;
+        g->tasks = calloc(n, sizeof(TaskId));
+        if (!g->tasks)
+                return -ENOMEM;
+        for (unsigned k = 0; k < n; k++) {
+                g->tasks[k].tid = k == 0 && shared_tid ? shared_tid : (*next_tid)++;
+                g->tasks[k].start_time = 1;
+        }
+        g->n_tasks = n;
+        g->runq_delay_us = 5;
+        g->cpus = topo->online;
+        cpuset_zero(&g->ran_on);
+        if (class == GROUP_PAIR) {
+                g->util = 0.002 + rnd(1000) / 100000.0;
+                g->wake_rate = 20 + rnd(180);
+                cpuset_set(&g->ran_on, (int)rnd(topo->n_cpus));
+                cpuset_set(&g->ran_on, (int)rnd(topo->n_cpus));
+        } else {
+                g->util = class == GROUP_MESH ? 0.03 : 0.06;
+                g->wake_rate = class == GROUP_MESH ? 500 : 1000;
+                g->ran_on = topo->llcs[rnd(topo->n_llcs)].cpus;
+        }
+        g->handoff_rate = g->wake_rate;
+        return 0;
+}
+
+static int snapshot_mode(const Topology *topo, unsigned runs, unsigned n_groups, bool shared,
+                         const char *out) {
+        PolicySnapshot s = { .now_ns = 100000000000ULL };
+        pid_t next_tid = 1000;
+        snprintf(s.profile, sizeof(s.profile), "balanced");
+        s.groups = calloc(n_groups, sizeof(Group));
+        s.loads = calloc(topo->n_cpus, sizeof(CpuLoad));
+        if (!s.groups || !s.loads)
+                return -ENOMEM;
+        s.n_loads = topo->n_cpus;
+        for (unsigned c = 0; c < topo->n_cpus; c++)
+                s.loads[c].busy = 0.5;
+        for (unsigned i = 0; i < n_groups; i++) {
+                unsigned kind = i % 50;
+                GroupClass class = kind == 0 ? GROUP_FANOUT : kind <= 4 ? GROUP_MESH : GROUP_PAIR;
+                unsigned n = class == GROUP_FANOUT ? 17 : class == GROUP_MESH ? 8 : 2;
+                pid_t first = shared && i > 0
+                                      ? s.groups[i - 1].tasks[s.groups[i - 1].n_tasks - 1].tid
+                                      : 0;
+                if (make_group(&s.groups[i], i + 1, class, n, first, &next_tid, topo) < 0)
+                        return -ENOMEM;
+                s.n_groups++;
+        }
+        char *text = NULL;
+        if (policy_snapshot_to_json(&s, &text) < 0)
+                return -ENOMEM;
+        if (out) {
+                FILE *f = fopen(out, "w");
+                if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+                        fprintf(stderr, "planner-scale: cannot write %s: %s\n", out,
+                                strerror(errno));
+                        return -EIO;
+                }
+        }
+
+        uint64_t *times = calloc(runs, sizeof(*times));
+        PolicySnapshot *parsed = NULL;
+        if (!times)
+                return -ENOMEM;
+        for (unsigned r = 0; r < runs; r++) {
+                policy_snapshot_free(parsed);
+                uint64_t start = now_ns();
+                if (policy_snapshot_from_json(text, &parsed) < 0)
+                        return -EINVAL;
+                times[r] = now_ns() - start;
+        }
+        printf("{\"mode\": \"snapshot\", \"shared\": %s, \"cpus\": %u, \"llcs\": %u, "
+               "\"tasks\": %d, \"groups\": %u, \"snapshot_mb\": %.1f",
+               shared ? "true" : "false", cpuset_count(&topo->online), topo->n_llcs,
+               (int)(next_tid - 1000), n_groups, strlen(text) / 1e6);
+        print_times("parse", NULL, times, runs);
+
+        Profile latency;
+        if (profile_defaults("latency-first", &latency) < 0)
+                return -EINVAL;
+        for (size_t p = 0; p < 3; p++) {
+                Profile prof;
+                if (profile_defaults(profiles[p], &prof) < 0)
+                        return -EINVAL;
+                for (unsigned r = 0; r < runs; r++) {
+                        PolicyInput in = { .topo = topo,
+                                           .groups = parsed->groups,
+                                           .n_groups = parsed->n_groups,
+                                           .loads = parsed->loads,
+                                           .n_loads = parsed->n_loads,
+                                           .profile = &prof,
+                                           .now_ns = parsed->now_ns,
+                                           .rules = parsed->rules,
+                                           .latency_profile = &latency };
+                        Plan *plan;
+                        uint64_t start = now_ns();
+                        if (policy_decide(&in, &plan) < 0)
+                                return -EINVAL;
+                        times[r] = now_ns() - start;
+                        plan_free(plan);
+                }
+                print_times("decide", profiles[p], times, runs);
+        }
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf(", \"peak_rss_mb\": %.1f}\n", ru.ru_maxrss / 1024.0);
+
+        free(times);
+        free(text);
+        policy_snapshot_free(parsed);
+        group_array_free(s.groups, s.n_groups);
+        free(s.loads);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
-        unsigned runs = 9, n_tasks = 50000;
+        unsigned runs = 9, n_tasks = 50000, want_groups = 0;
         size_t n_edges = 200000;
+        bool shared = false;
+        const char *out = NULL;
         int c;
-        while ((c = getopt(argc, argv, "r:t:e:")) >= 0) {
+        while ((c = getopt(argc, argv, "r:t:e:g:so:")) >= 0) {
                 if (c == 'r')
                         runs = (unsigned)strtoul(optarg, NULL, 10);
                 else if (c == 't')
                         n_tasks = (unsigned)strtoul(optarg, NULL, 10);
                 else if (c == 'e')
                         n_edges = strtoul(optarg, NULL, 10);
+                else if (c == 'g')
+                        want_groups = (unsigned)strtoul(optarg, NULL, 10);
+                else if (c == 's')
+                        shared = true;
+                else if (c == 'o')
+                        out = optarg;
                 else
                         return 2;
         }
@@ -111,6 +263,11 @@ int main(int argc, char *argv[]) {
         Topology *topo;
         if (topo_new_uniform(2, 16, 8, 2, &topo) < 0)
                 return 1;
+        if (want_groups > 0) {
+                int r = snapshot_mode(topo, runs, want_groups, shared, out);
+                topo_free(topo);
+                return r < 0 ? 1 : 0;
+        }
         WakeGraphParams params;
         wake_graph_params_default(&params);
         params.llc_size = cpuset_count(&topo->llcs[0].cpus);
@@ -157,12 +314,12 @@ int main(int argc, char *argv[]) {
         uint64_t *times = calloc(runs, sizeof(*times));
         if (!loads || !times)
                 return 1;
-        printf("{\"cpus\": %u, \"llcs\": %u, \"tasks\": %zu, \"edges\": %zu, \"groups\": %u, "
+        printf("{\"mode\": \"wake-graph\", \"cpus\": %u, \"llcs\": %u, \"tasks\": %zu, "
+               "\"edges\": %zu, \"groups\": %u, "
                "\"model_update_ms\": %.2f",
                cpuset_count(&topo->online), topo->n_llcs, wake_graph_n_tasks(g), edges, n_groups,
                update_ns / 1e6);
 
-        const char *profiles[] = { "power-first", "balanced", "latency-first" };
         for (size_t p = 0; p < 3; p++) {
                 Profile prof;
                 if (profile_defaults(profiles[p], &prof) < 0)
