@@ -18,9 +18,9 @@ runs args.warmup + args.seconds seconds as one process, and only its last
 args.seconds count, so a placement decided in the first ticks is measured
 after it took effect (the same window for every configuration).
 
-Time to place (watch.py, every 5 ms): from the client's start until the
-server's serving thread and the client were both allowed on one and the
-same CPU. The serving thread: redis-server's main thread (it serves every
+Time to place (watch.py, every 5 ms): from the client's start (sockperf's:
+its test's, about 2 s later; it sends nothing before) until the server's
+serving thread and the client were both allowed on one and the same CPU. The serving thread: redis-server's main thread (it serves every
 client; --io-threads 1), the PostgreSQL backend forked for the connection
 (the postmaster's child whose title is "postgres: postgres postgres
 [local] ..."), sockperf's and iperf3's server (one thread each). The client
@@ -508,7 +508,7 @@ def wl_udp_1c(args, env):
     message's send and receive time. sockperf's own warm-up (0.4 s) is the
     start of the harness's warm-up."""
     log = os.path.join(env.dir, "sockperf.csv")
-    # sockperf sleeps 2 s between its warm-up messages and the test, then runs
+    # sockperf sleeps 2 s after it starts, sends its warm-up messages and runs
     # the test for -t seconds (its first 0.4 s are not logged).
     total = int(args.warmup + args.seconds + 0.999)
     rc, out, err, client = run_client(
@@ -523,10 +523,11 @@ def wl_udp_1c(args, env):
         raise RuntimeError("sockperf's log covers %.2f s, less than the warm-up" % (tx[-1] - tx[0]))
     res = {"metric": "round trips/s", "value": (len(window) - 1) / (window[-1] - window[0]),
            "better": "higher", "window_s": round(window[-1] - window[0], 3)}
-    # From the client's start, which includes sockperf's pause of about 2 s
-    # before its test (its first logged message, less 0.4 s, is the test's start).
-    res.update(client.figures())
+    # sockperf sends nothing for about 2 s after it starts (strace: its first
+    # sendto 2.1 s after exec): time to place counts from its test's start,
+    # the first logged message less the 0.4 s it does not log.
     res["test_start_s"] = round(tx[0] - 0.4, 3)
+    res.update(client.figures(client.t0 + tx[0] - 0.4))
     return res
 
 
@@ -548,9 +549,9 @@ def wl_udp_session(args, env):
     """One new sockperf ping-pong for args.session_seconds (whole seconds, at
     least 1), without its warm-up messages: its round trips over the whole
     test ([Total Run], the first 0.4 s included, which its own figures leave
-    out). sockperf pauses about 2 s between its start and the test: the
+    out). sockperf sends nothing for about 2 s after its start: the
     session, and its time to place, start at the test's start, the first
-    logged message less those 0.4 s (its log's times count from the
+    logged message less those 0.4 s (its log's times count from about the
     client's start)."""
     secs = max(1, int(round(args.session_seconds)))
     log = os.path.join(env.dir, "sockperf-session.csv")

@@ -114,6 +114,8 @@ class Watch(threading.Thread):
         for g in self.groups or []:
             for t in g:
                 t.close()
+        if self.groups is not None:
+            self.groups = []
 
     def poll(self):
         now = time.monotonic()
