@@ -20,8 +20,9 @@ after it took effect (the same window for every configuration).
 
 Time to place (watch.py, every 5 ms): from the client's start (sockperf's:
 its test's, about 2 s later; it sends nothing before) until the server's
-serving thread and the client were both allowed on one and the same CPU. The serving thread: redis-server's main thread (it serves every
-client; --io-threads 1), the PostgreSQL backend forked for the connection
+serving thread and the client were both allowed on one and the same CPU.
+The serving thread: redis-server's main thread (it serves every client;
+--io-threads 1), the PostgreSQL backend forked for the connection
 (the postmaster's child whose title is "postgres: postgres postgres
 [local] ..."), sockperf's and iperf3's server (one thread each). The client
 is one thread in each (redis-benchmark, pgbench -j 1, sockperf, iperf3).
@@ -138,20 +139,32 @@ class Shared:
 
 
 def stop_process(p, sig=signal.SIGTERM, grace=10):
-    if p.poll() is not None:
-        return
-    try:
-        os.killpg(p.pid, sig)
-    except OSError:
-        p.send_signal(sig)
-    try:
-        p.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
+    """Stop a server started in its own session, and wait until every process
+    of its group is gone: a server's children (hackbench's 1,600) that outlive
+    it are reaped by init, and their CPU time would count as another
+    process's in the next run."""
+    if p.poll() is None:
         try:
-            os.killpg(p.pid, signal.SIGKILL)
+            os.killpg(p.pid, sig)
         except OSError:
-            p.kill()
-        p.wait()
+            p.send_signal(sig)
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                p.kill()
+            p.wait()
+    deadline = time.time() + grace
+    while True:
+        try:
+            os.killpg(p.pid, signal.SIGKILL if time.time() > deadline else 0)
+        except OSError:
+            return  # no process left in the group
+        time.sleep(0.05)
+        if time.time() > deadline + grace:
+            return
 
 
 def process_tree_tids(pid):
@@ -322,7 +335,7 @@ def wl_redis_session(args, env):
     out, placed = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c", "1",
                                    "-n", "1000000000", "-t", "get", "-q"]), args.session_seconds,
                           env.state["serving"])
-    overall = re.findall(r"\(overall: ([\d.]+)\)", out)
+    overall = re.findall(r"rps=[\d.]+ \(overall: ([\d.]+)\)", out)
     if not overall:
         raise RuntimeError("redis-benchmark printed no rate:\n%s" % out[-2000:])
     res = {"metric": "GET/s", "value": float(overall[-1]), "better": "higher"}
