@@ -30,12 +30,23 @@ energy module: busy CPUs at 1.0, idle states weighted by depth), placed's
 own CPU time and peak memory, and the CPU time of every other process on the
 machine (a benchmark on a machine that is not idle says little).
 
+Several pairs at once (pairs; mixed, beside hackbench) also report the CPUs
+their tasks ran on, busy CPU-seconds and the energy estimate per round trip;
+the ceiling pins pair i to a CPU of its own. Every pair-like workload
+reports its time to place (watch.py, polled every 5 ms). The *-session
+workloads start new one-connection clients against a server already
+running (and placed, where it runs), each session its own figure over its
+whole length. scale-N and scale-hackbench measure placed itself beside many
+threads (cost.py); "planner" runs tests/bench/planner-scale and placed
+--plan on a generated 512-CPU machine.
+
 The stock servers (tests/bench/stock.py) are started per run, privately: in
 a temporary directory, on a unix socket there or on 127.0.0.1, and stopped
-and removed after it. Writes OUT/results.json, OUT/report.md and
-OUT/speedup.png (gnuplot). The machine is left as found: placed undoes its
-changes on SIGTERM, and the harness runs "placed --restore" on its journal
-after each run, also after Ctrl-C or SIGTERM.
+and removed after it. Writes OUT/results.json, OUT/report.md,
+OUT/speedup.png and, for the scale workloads, OUT/scale.png (gnuplot). The
+machine is left as found: placed undoes its changes on SIGTERM, and the
+harness runs "placed --restore" on its journal after each run, also after
+Ctrl-C or SIGTERM.
 """
 import argparse
 import json
@@ -51,7 +62,9 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import cost  # noqa: E402
 import stock  # noqa: E402
+import watch  # noqa: E402
 from stock import Workload  # noqa: E402
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,39 +86,130 @@ def wl_pipe(args, env):
     return {"metric": "usec/op", "value": usec, "better": "lower"}
 
 
-def one_cpu(pid):
-    """The CPU pid is allowed on when it is exactly one, else None."""
+def start_pairs(args, env, n, seconds, warmup):
+    """n pingpong pairs at once. In the ceiling (env.pin set) pair i is pinned
+    by hand to a CPU of its own: the i-th after env.pin among the CPUs the
+    harness may use (so the pin turns with the repetition, as a single pair's
+    does; with more pairs than CPUs they wrap around). Returns the processes,
+    their pids as (parent, child) tuples and the monotonic time of the start."""
+    exe = os.path.join(args.build, "bench", "pingpong")
+    allowed = sorted(os.sched_getaffinity(0))
+    base = allowed.index(env.pin) if env.pin in allowed else 0
+    t0 = time.monotonic()
+    procs = []
+    for i in range(n):
+        argv = [exe, "-p", "-s", str(seconds), "-w", str(warmup)]
+        if env.pin is not None:
+            argv = ["taskset", "-c", str(allowed[(base + i) % len(allowed)])] + argv
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, text=True))
+    pids = [tuple(int(x) for x in p.stdout.readline().split()[1:3]) for p in procs]
+    return procs, pids, t0
+
+
+def pair_rates(procs, outs):
+    rates = []
+    for p, out in zip(procs, outs):
+        if p.returncode != 0 or not out.split():
+            raise RuntimeError("pingpong failed (exit %d)" % p.returncode)
+        rates.append(float(out.split()[-1]))
+    return rates
+
+
+def run_pairs(args, env, n):
+    """n lockstep pipe pairs at once, in their steady state: round trips per
+    second summed over the pairs, each counted after the warm-up (placed's
+    first ticks). Over the same window (from the warm-up's end to the pairs'
+    end): CPUs touched (watch.py: the pairs' tasks' last CPU, every 5 ms),
+    busy CPU-seconds and the energy estimate from /proc/stat and cpuidle,
+    and the estimate per round trip. Time to place: from the start until
+    both tasks of every pair were allowed on one and the same CPU."""
+    procs, pids, t0 = start_pairs(args, env, n, args.warmup + args.seconds, args.warmup)
+    w = watch.Watch(pids)
+    w.start()
     try:
-        with open("/proc/%d/status" % pid) as f:
-            cpus = next(l.split()[1] for l in f if l.startswith("Cpus_allowed_list:"))
-    except (OSError, StopIteration):
-        return None
-    return int(cpus) if cpus.isdigit() else None
+        time.sleep(max(0.0, t0 + args.warmup - time.monotonic()))
+        stat0, idle0, w0 = read_stat(), read_idle(), time.monotonic()
+        w.start_window()
+        outs = [p.communicate()[0] for p in procs]
+        w.end_window()
+        stat1, idle1, w1 = read_stat(), read_idle(), time.monotonic()
+    finally:
+        w.stop()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    rates = pair_rates(procs, outs)
+    total = sum(rates)
+    secs = w1 - w0
+    win = system_figures(stat0, stat1, idle0, idle1, secs)
+    res = {"metric": "round trips/s", "value": total, "better": "higher", "pairs": n,
+           "per_pair": rates, "window_s": round(secs, 3),
+           "busy_cpu_s": round(sum(c["busy"] for c in win["cpus"].values()) * secs, 3),
+           "window_energy_cpu_equiv": win["energy_cpu_equiv"],
+           # CPU-equivalents / (round trips / s) = seconds of one busy CPU per round trip
+           "energy_us_per_round_trip": round(1e6 * win["energy_cpu_equiv"] / total, 4)
+           if total else None}
+    res.update(w.figures(t0))
+    res.update(w.touched_figures())
+    return res
 
 
 def wl_pair(args, env):
     """The lockstep pair in its steady state: round trips per second after a
     warm-up long enough for placed's first decisions (ticks of 1 s). Also how
     long after the pair started its two tasks were first both allowed on one
-    and the same CPU (packed_after_s; None if never, and for the ceiling,
-    which starts pinned)."""
-    p = subprocess.Popen(env.cmd([os.path.join(args.build, "bench", "pingpong"), "-p", "-s",
-                                  str(args.warmup + args.seconds), "-w", str(args.warmup)]),
-                         stdout=subprocess.PIPE, text=True)
-    t0 = time.time()
-    pids = [int(x) for x in p.stdout.readline().split()[1:3]]
-    packed = None
-    while env.pin is None and packed is None and p.poll() is None:
-        cpus = [one_cpu(pid) for pid in pids]
-        if cpus[0] is not None and cpus[0] == cpus[1]:
-            packed = round(time.time() - t0, 2)
-        else:
-            time.sleep(0.02)
-    out = p.communicate()[0]
-    if p.returncode != 0:
-        raise RuntimeError("pingpong failed (exit %d)" % p.returncode)
-    return {"metric": "round trips/s", "value": float(out.split()[-1]), "better": "higher",
-            "packed_after_s": packed}
+    and the same CPU (packed_after_s; None if never; the ceiling starts
+    pinned)."""
+    return run_pairs(args, env, 1)
+
+
+def n_pairs(args):
+    """pairs: half the online CPUs, at least 1 (--pairs overrides)."""
+    return args.pairs or max(1, os.sysconf("SC_NPROCESSORS_ONLN") // 2)
+
+
+def wl_pairs(args, env):
+    return run_pairs(args, env, n_pairs(args))
+
+
+def n_mixed(args):
+    """mixed: a quarter of the online CPUs in pairs, at least 1, and hackbench
+    with half as many groups as CPUs, at least 4 (hackbench-l's -g 4 here;
+    -g 8 beside 4 pairs on 16 CPUs)."""
+    ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
+    return (args.mixed_pairs or max(1, ncpu // 4), args.mixed_groups or max(4, ncpu // 2))
+
+
+def wl_mixed(args, env):
+    """Pairs beside hackbench, at once: the pairs start, placed has the
+    warm-up to place them, then hackbench runs and the pairs are stopped
+    when it ends. Two figures: the pairs' round trips/s over hackbench's run
+    (the value; it must gain) and hackbench's time (mixed-hackbench; it must
+    not lose). The ceiling pins the pairs as in pairs and leaves hackbench
+    free."""
+    n, groups = n_mixed(args)
+    # The pairs run until stopped (SIGTERM ends pingpong with its count so far).
+    procs, pids, t0 = start_pairs(args, env, n, 36000, args.warmup)
+    w = watch.Watch(pids)
+    w.start()
+    try:
+        time.sleep(max(0.0, t0 + args.warmup - time.monotonic()))
+        hack = hackbench(groups, args.hackbench_loops)
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        outs = [p.communicate(timeout=30)[0] for p in procs]
+    finally:
+        w.stop()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    rates = pair_rates(procs, outs)
+    res = {"metric": "round trips/s", "value": sum(rates), "better": "higher", "pairs": n,
+           "per_pair": rates, "hackbench_groups": groups, "hackbench_s": hack["value"]}
+    res.update(w.figures(t0))
+    return res
 
 
 def hackbench(groups, loops):
@@ -188,9 +292,24 @@ MIN_CEILING_GAIN = 1.05
 EPS = 1e-9  # a figure exactly at its target passes, whatever the float rounding
 
 PERF = ("perf", "linux-perf")
+REDIS = (("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"))
 WORKLOADS = {
     "pair": Workload(wl_pair, "round trips/s", "higher", "lockstep pipe pair, steady state",
                      "pair", PAIR_TARGET, pinnable=True),
+    # The pair's target, for each of them (no other was set for issue 23's pairs).
+    "pairs": Workload(wl_pairs, "round trips/s", "higher",
+                      "N lockstep pipe pairs at once (N: half the CPUs, --pairs), steady state; "
+                      "the ceiling pins pair i to a CPU of its own", "pair", PAIR_TARGET,
+                      pinnable=True),
+    "mixed": Workload(wl_mixed, "round trips/s", "higher",
+                      "CPUs/4 pipe pairs (--mixed-pairs) during hackbench `-g max(4, CPUs/2)` "
+                      "(--mixed-groups): the pairs' round trips/s over hackbench's run; the "
+                      "ceiling pins the pairs, not hackbench", "gain", 1.0, pinnable=True,
+                      needs=(PERF,)),
+    "mixed-hackbench": Workload(None, "seconds", "lower",
+                                "hackbench's time in mixed, beside the pairs", "noloss",
+                                NOLOSS_TARGET, pinnable=True, part_of=("mixed", "hackbench_s"),
+                                needs=(PERF,)),
     # Its figure includes the ticks before placed packs the pair: the share of
     # the ceiling's gain is shown, the pair's target is held by "pair" alone.
     "pipe": Workload(wl_pipe, "usec/op", "lower", "`perf bench sched pipe`, incl. the first ticks",
@@ -209,8 +328,7 @@ WORKLOADS = {
                       needs=(("stress-ng", "stress-ng"),)),
     "redis-1c": Workload(stock.wl_redis_1c, "GET/s", "higher",
                          "redis-server + redis-benchmark `-c 1`, unix socket", "pair",
-                         SERVER_TARGET, pinnable=True, setup=stock.redis_setup,
-                         needs=(("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"))),
+                         SERVER_TARGET, pinnable=True, setup=stock.redis_setup, needs=REDIS),
     "pg-1c": Workload(stock.wl_pg_1c, "SELECT tps", "higher",
                       "PostgreSQL + pgbench `-c 1 -S`, unix socket", "pair", SERVER_TARGET,
                       pinnable=True, setup=stock.pg_setup, needs=(("pgbench", "postgresql"),)),
@@ -226,8 +344,21 @@ WORKLOADS = {
                         NOLOSS_TARGET, needs=(("sysbench", "sysbench"),)),
     "redis-32c": Workload(stock.wl_redis_32c, "GET/s", "higher",
                           "redis-server + redis-benchmark `-c 32`, unix socket", "noloss",
-                          NOLOSS_TARGET, setup=stock.redis_setup,
-                          needs=(("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"))),
+                          NOLOSS_TARGET, setup=stock.redis_setup, needs=REDIS),
+    # Sessions: a new client against a server already running, placed too;
+    # the figure is the whole session's.
+    "redis-session": Workload(stock.wl_redis_session, "GET/s", "higher",
+                              "a new redis-benchmark `-c 1` session against a running redis-server",
+                              "pair", SERVER_TARGET, pinnable=True, setup=stock.redis_setup,
+                              needs=REDIS, sessions=True),
+    "pg-session": Workload(stock.wl_pg_session, "SELECT tps", "higher",
+                           "a new pgbench `-c 1 -S` session against a running PostgreSQL", "pair",
+                           SERVER_TARGET, pinnable=True, setup=stock.pg_setup,
+                           needs=(("pgbench", "postgresql"),), sessions=True),
+    "udp-session": Workload(stock.wl_udp_session, "round trips/s", "higher",
+                            "a new sockperf ping-pong session against a running sockperf server",
+                            "pair", SERVER_TARGET, pinnable=True, setup=stock.sockperf_setup,
+                            needs=(("sockperf", "sockperf"),), sessions=True),
 }
 
 
@@ -275,20 +406,26 @@ def read_idle():
     return res
 
 
+FOREIGN_COMM = {}  # (pid, start time) -> comm, of the processes foreign_cpu() saw
+
+
 def foreign_cpu():
     """CPU time (s) of every user process outside the harness's own tree, by
     (pid, start time): what else ran on the machine. Kernel threads are left
     out (ksoftirqd and kworkers also work for the workload)."""
     ticks = os.sysconf("SC_CLK_TCK")
     procs = {}
+    comms = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                head, tail = f.read().rsplit(")", 1)
+                fields = tail.split()
         except OSError:
             continue
+        comms[int(d)] = head.split("(", 1)[-1]
         ppid, flags = int(fields[1]), int(fields[6])
         if flags & 0x00200000 or int(d) == 2 or ppid == 2:  # PF_KTHREAD
             continue
@@ -302,7 +439,15 @@ def foreign_cpu():
         pid = todo.pop()
         ours.add(pid)
         todo += children.get(pid, [])
+    FOREIGN_COMM.update({(pid, st): comms[pid] for pid, (_, st, _) in procs.items()
+                         if pid not in ours})
     return {(pid, st): cpu for pid, (_, st, cpu) in procs.items() if pid not in ours}
+
+
+def foreign_top(before, after, n=3):
+    """The n other processes that ran most during a run: [[comm, CPU s]]."""
+    used = sorted(((cpu - before.get(key, 0.0), key) for key, cpu in after.items()), reverse=True)
+    return [[FOREIGN_COMM.get(key, "?"), round(cpu, 2)] for cpu, key in used[:n] if cpu > 0]
 
 
 def foreign_load(before, after, secs):
@@ -356,8 +501,9 @@ class Placed:
     """placed with one profile, its own journal in a private directory. stop()
     undoes whatever start() got to, also when start() was interrupted."""
 
-    def __init__(self, args, profile, advise=False):
+    def __init__(self, args, profile, advise=False, extra=()):
         self.args, self.profile, self.advise = args, profile, advise
+        self.extra = list(extra)
         self.proc = None
         self.log_name = None  # kept as OUT/logs/NAME with --keep-logs
         self.dir = tempfile.mkdtemp(prefix="placed-bench-")
@@ -372,7 +518,7 @@ class Placed:
         cmd = [os.path.join(args.build, "placed"), "--foreground", "--bus", "none",
                "--profile", self.profile, "--config", conf,
                "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + (
-                   ["--dry-run"] if self.advise else []) + args.placed_arg
+                   ["--dry-run"] if self.advise else []) + self.extra + args.placed_arg
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while True:
@@ -396,6 +542,29 @@ class Placed:
         with open("/proc/%d/stat" % self.proc.pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def cpu_ns(self):
+        """placed's CPU time so far, ns: the sum of its threads' schedstat
+        (nanoseconds, where utime and stime count in clock ticks)."""
+        total = 0
+        d = "/proc/%d/task" % self.proc.pid
+        for t in os.listdir(d):
+            try:
+                with open("%s/%s/schedstat" % (d, t)) as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that just ended
+        return total
+
+    def log_text(self, offset=0):
+        """Its log from byte offset on."""
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
+    def log_size(self):
+        return os.path.getsize(self.log.name)
 
     def usage(self):
         cpu_s = self.cpu_s()
@@ -448,11 +617,15 @@ def run_one(args, config, workload, shared, rep=0):
     """One run: the workload's server (if any) first, then placed (for a
     profile), then the client. "kernel" is the kernel alone; "ceiling" is the
     kernel alone with the pair's tasks pinned by hand to one CPU, the next of
-    args.ceiling_cpus at each repetition (one CPU's interrupts do not bias it)."""
+    args.ceiling_cpus at each repetition (one CPU's interrupts do not bias it).
+    Returns a list of results: one, or one per session of a sessions workload
+    (server and placed run args.session_idle seconds before the first
+    client, and args.session_gap between the clients)."""
     wl = WORKLOADS[workload]
     pin = args.ceiling_cpus[rep % len(args.ceiling_cpus)] if config == "ceiling" else None
-    env = stock.Env(pin=pin, shared=shared)
-    placed = Placed(args, *placed_config(config)) if placed_config(config) else None
+    placed = Placed(args, *placed_config(config), extra=wl.placed_args) \
+        if placed_config(config) else None
+    env = stock.Env(pin=pin, shared=shared, placed=placed)
     if placed:
         placed.log_name = "%s-%s-rep%d.log" % (workload, config, rep + 1)
     try:
@@ -460,31 +633,47 @@ def run_one(args, config, workload, shared, rep=0):
             wl.setup(args, env)
         if placed:
             placed.start()
-        foreign0 = foreign_cpu()
-        placed_cpu0 = placed.cpu_s() if placed else 0.0
-        stat0, idle0, t0 = read_stat(), read_idle(), time.time()
-        res = wl.run(args, env)
-        secs = time.time() - t0
-        placed_cpu1 = placed.cpu_s() if placed else 0.0
-        res.update(system_figures(stat0, read_stat(), idle0, read_idle(), secs))
-        res["foreign_cpus"] = round(foreign_load(foreign0, foreign_cpu(), secs), 3)
-        res["wall_s"] = round(secs, 3)
-        if pin is not None:
-            res["ceiling_cpu"] = pin
-        if res["value"] is None:
-            res["value"] = res["energy_cpu_equiv"]
-        if placed:
-            placed.check_alive()
-            res.update(placed.usage())
-            # During the workload only: its start (loading the BPF sampler)
-            # comes before and is not the workload's cost.
-            res["placed_cpu_pct_of_machine"] = round(
-                100 * (placed_cpu1 - placed_cpu0) / (secs * NCPU), 3)
-        return res
+        if not wl.sessions:
+            return [measure(args, wl, env, placed)]
+        time.sleep(args.session_idle)
+        out = []
+        for k in range(args.sessions):
+            if k:
+                time.sleep(args.session_gap)
+            out.append(measure(args, wl, env, placed))
+            out[-1]["session"] = k + 1
+        return out
     finally:
         if placed:
             placed.stop()
         env.close()
+
+
+def measure(args, wl, env, placed):
+    """The workload's run and, around it, the machine's figures."""
+    foreign0 = foreign_cpu()
+    placed_cpu0 = placed.cpu_s() if placed else 0.0
+    stat0, idle0, t0 = read_stat(), read_idle(), time.time()
+    res = wl.run(args, env)
+    secs = time.time() - t0
+    placed_cpu1 = placed.cpu_s() if placed else 0.0
+    res.update(system_figures(stat0, read_stat(), idle0, read_idle(), secs))
+    foreign1 = foreign_cpu()
+    res["foreign_cpus"] = round(foreign_load(foreign0, foreign1, secs), 3)
+    res["foreign_top"] = foreign_top(foreign0, foreign1)
+    res["wall_s"] = round(secs, 3)
+    if env.pin is not None:
+        res["ceiling_cpu"] = env.pin
+    if res["value"] is None:
+        res["value"] = res["energy_cpu_equiv"]
+    if placed:
+        placed.check_alive()
+        res.update(placed.usage())
+        # During the workload only: its start (loading the BPF sampler)
+        # comes before and is not the workload's cost.
+        res["placed_cpu_pct_of_machine"] = round(
+            100 * (placed_cpu1 - placed_cpu0) / (secs * NCPU), 3)
+    return res
 
 
 def ratios(results, w, c, base="kernel"):
@@ -534,38 +723,57 @@ def median_interval(xs, level=CI_LEVEL):
     return xs[k - 1], xs[n - k], below(k)
 
 
-def judge_speedup(s, rs, target):
+def judge_speedup(s, rs, target, above=False):
     """A speed-up target judged on the interval of the median of the
     per-repetition ratios rs, not on the median alone: PASS when all of it
     is at or above the target, FAIL when all of it is below, INCONCLUSIVE
     when the target is inside it (identical runs vary more than the
-    difference; more repetitions decide). INCONCLUSIVE is not a pass."""
+    difference; more repetitions decide). INCONCLUSIVE is not a pass. With
+    above (a gain is the target), PASS needs all of it above the target
+    and FAIL is all of it at or below."""
     lo, hi, coverage = median_interval(rs)
     s["speedup_ci"] = [lo, hi]
     s["speedup_ci_coverage"] = round(coverage, 4)
-    if lo >= target - EPS:
+    if (lo > target + EPS) if above else (lo >= target - EPS):
         s["verdict"] = "PASS"
-    elif hi < target - EPS:
+    elif (hi <= target + EPS) if above else (hi < target - EPS):
         s["verdict"] = "FAIL"
     else:
         s["verdict"] = "INCONCLUSIVE"
     s["pass"] = s["verdict"] == "PASS"
 
 
+def share_of_ceiling(s, results, w, c, ceil):
+    """placed's gain as a share of the ceiling's: of the medians, and the
+    worst repetition's own (of those whose ceiling gained enough)."""
+    s["share_of_ceiling_gain"] = (s["speedup_median"] - 1) / (ceil - 1)
+    per_rep = [(p - 1) / (q - 1) for p, q in zip(ratios(results, w, c),
+                                                   ratios(results, w, "ceiling"))
+               if q >= MIN_CEILING_GAIN]
+    s["share_min"] = min(per_rep) if per_rep else None
+
+
 def judge(sw, results, w):
     """Against the workload's target, per profile: the share of the ceiling's
     gain, (placed/kernel - 1) / (ceiling/kernel - 1) of the medians (and the
     worst repetition's own share), or the speed-up over the kernel alone
-    (judge_speedup)."""
+    (judge_speedup). A workload judged on its speed-up that has a ceiling
+    (the stream, mixed's pairs) shows the share too, when the ceiling
+    gains enough for it to mean something."""
     wl = WORKLOADS[w]
     ceil = sw.get("ceiling", {}).get("speedup_median")
     for c in PROFILES:
         s = sw.get(c)
         if not s or s.get("speedup_median") is None or not wl.kind:
             continue
-        if wl.kind == "noloss":
-            s["target"] = ">= %.2fx kernel" % wl.target
-            judge_speedup(s, ratios(results, w, c), wl.target)
+        if wl.kind in ("noloss", "gain"):
+            if wl.kind == "gain":
+                s["target"] = "> %.2fx kernel" % wl.target
+            else:
+                s["target"] = ">= %.2fx kernel" % wl.target
+            judge_speedup(s, ratios(results, w, c), wl.target, above=wl.kind == "gain")
+            if ceil is not None and ceil >= MIN_CEILING_GAIN:
+                share_of_ceiling(s, results, w, c, ceil)
         elif ceil is None:
             s["target"] = "no ceiling measured"
         elif ceil < MIN_CEILING_GAIN:
@@ -575,11 +783,7 @@ def judge(sw, results, w):
                 round(100 * (MIN_CEILING_GAIN - 1)), NOLOSS_TARGET)
             judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
         else:
-            s["share_of_ceiling_gain"] = (s["speedup_median"] - 1) / (ceil - 1)
-            per_rep = [(p - 1) / (q - 1) for p, q in zip(ratios(results, w, c),
-                                                           ratios(results, w, "ceiling"))
-                       if q >= MIN_CEILING_GAIN]
-            s["share_min"] = min(per_rep) if per_rep else None
+            share_of_ceiling(s, results, w, c, ceil)
             if wl.target is None:
                 s["target"] = "none (share shown: the run includes placed's first ticks)"
             else:
@@ -600,32 +804,244 @@ def fmt_val(v):
 PACK_TICKS_TARGET = 3  # a pair is packed within this many ticks of starting
 
 
+def placed_after(runs):
+    """Cell text and verdict input for one workload and profile: the median
+    and worst time to place over the runs, how many never were."""
+    t = [r.get("packed_after_s") for r in runs]
+    got = [x for x in t if x is not None]
+    never = len(t) - len(got)
+    undone = sum(r.get("packed_undone", 0) for r in runs)
+    if not got:
+        return "never", None, never
+    text = "%.2f s, worst %.2f s" % (statistics.median(got), max(got))
+    if never:
+        text += ", %d of %d never" % (never, len(t))
+    if undone:
+        text += ", undone %d times" % undone
+    return text, max(got), never
+
+
 def packing_speed(args, results, configs, workloads):
-    """How soon each profile packed the lockstep pair: seconds from its start
-    until both tasks were allowed on one CPU, median and worst, in ticks of
-    args.tick_s against the target."""
-    if "pair" not in workloads:
+    """How soon each profile placed each pair-like workload: seconds from the
+    pair's start (a server's: its client's; a session's: its own) until both
+    its tasks were allowed on one and the same CPU (every pair's, for
+    several pairs), median and worst over the runs. Pairs (kind pair or
+    gain) are held to PACK_TICKS_TARGET ticks of args.tick_s; the others
+    (the stream) are shown."""
+    rows = []
+    for w in workloads:
+        if WORKLOADS[w].part_of:
+            continue
+        for c in configs:
+            if c not in PROFILES or not results[w].get(c):
+                continue
+            if not any("packed_after_s" in r for r in results[w][c]):
+                continue
+            text, worst, never = placed_after(results[w][c])
+            if WORKLOADS[w].kind in ("pair", "gain"):
+                ok = worst is not None and never == 0 and worst <= PACK_TICKS_TARGET * args.tick_s
+                target = "<= %d ticks **%s**" % (PACK_TICKS_TARGET, "PASS" if ok else "FAIL")
+            else:
+                target = "none (shown)"
+            rows.append("| %s | %s | %s | %s |" % (w, c, text, target))
+    if not rows:
         return []
-    lines = ["", "## Speed of packing", "",
-             "Seconds from the pair's start until both its tasks were allowed on one and the "
-             "same CPU (median, worst), against %d ticks of %.1f s." % (PACK_TICKS_TARGET,
-                                                                      args.tick_s), "",
-             "| profile | packed after | target |", "|---|---|---|"]
-    for c in configs:
-        if c not in PROFILES or not results["pair"].get(c):
-            continue
-        t = [r.get("packed_after_s") for r in results["pair"][c]]
-        never = sum(1 for x in t if x is None)
-        got = [x for x in t if x is not None]
-        if not got:
-            lines.append("| %s | never | **FAIL** |" % c)
-            continue
-        ok = never == 0 and max(got) <= PACK_TICKS_TARGET * args.tick_s
-        lines.append("| %s | %.2f s, worst %.2f s%s | <= %d ticks **%s** |" % (
-            c, statistics.median(got), max(got),
-            ", %d of %d never" % (never, len(t)) if never else "", PACK_TICKS_TARGET,
-            "PASS" if ok else "FAIL"))
+    return ["", "## Time to place", "",
+            "Seconds from a pair's start (a server's pair: its client's start; a session: the "
+            "session's start; several pairs: until the last was placed) until both its tasks "
+            "were allowed on one and the same CPU, polled every %d ms in every configuration; "
+            "median and worst over the runs. Pairs are held to %d ticks of %.1f s; the stream "
+            "is shown. \"never\": not while the run lasted; \"undone\": placed, later "
+            "not." % (round(1000 * watch.POLL_S), PACK_TICKS_TARGET, args.tick_s), "",
+            "| workload | profile | placed after | target |", "|---|---|---|---|"] + rows
+
+
+def pairs_table(results, configs, workloads):
+    """For the workloads of several pairs: CPUs touched, busy CPU-seconds and
+    energy per round trip over the measured window, per configuration
+    (median, min-max)."""
+    ws = [w for w in workloads if any("cpus_touched" in r for c in configs
+                                      for r in results[w].get(c, []))]
+    if not ws:
+        return []
+    lines = ["", "## Pairs: CPUs touched, busy time and energy per round trip", "",
+             "Over the measured window (after the warm-up): the CPUs the pairs' tasks ran on "
+             "(field 39 of /proc/TID/stat, the CPU each ran on last, at polls every %d ms: a "
+             "lower bound), busy CPU-seconds of the whole machine (/proc/stat) and the energy "
+             "estimate divided by the round trips (microseconds of one busy CPU per round "
+             "trip; the model of the per-CPU figures below). Median (min–max) over the "
+             "runs." % round(1000 * watch.POLL_S), "",
+             "| workload | config | pairs | round trips/s | CPUs touched | busy CPU-s | "
+             "energy est. per round trip (CPU-µs) |", "|---|---|---|---|---|---|---|"]
+
+    def mm(vals, f):
+        vals = [v for v in vals if v is not None]
+        if not vals:
+            return "–"
+        return "%s (%s–%s)" % (f(statistics.median(vals)), f(min(vals)), f(max(vals)))
+    for w in ws:
+        for c in configs:
+            runs = results[w].get(c)
+            if not runs:
+                continue
+            lines.append("| %s | %s | %d | %s | %s | %s | %s |" % (
+                w, c, runs[0].get("pairs", 1), mm([r["value"] for r in runs], fmt_val),
+                mm([r.get("cpus_touched") for r in runs], lambda v: "%g" % v),
+                mm([r.get("busy_cpu_s") for r in runs], lambda v: "%.2f" % v),
+                mm([r.get("energy_us_per_round_trip") for r in runs], lambda v: "%.2f" % v)))
     return lines
+
+
+SCALE_TICK_MS = 50  # at 10,000 threads / 2,000 pairs: a tick takes at most this
+SCALE_CPU_PCT = 1.0  # ... placed uses at most this share of one CPU
+SCALE_RSS_MB = 64  # ... and at most this peak RSS
+HACKBENCH_CPU_PCT = 0.5  # beside 1,600 hackbench tasks: placed's share of one CPU
+SCALE_TARGET_THREADS = 10000
+
+
+def judge_cost(values, limit):
+    """A cost limit judged like a speed-up target, on the interval of the
+    median: PASS when all of it is at or under the limit, FAIL when all of
+    it is over, else INCONCLUSIVE. Returns (verdict, low, high, coverage)."""
+    lo, hi, cov = median_interval(values)
+    if hi <= limit + EPS:
+        return "PASS", lo, hi, cov
+    if lo > limit + EPS:
+        return "FAIL", lo, hi, cov
+    return "INCONCLUSIVE", lo, hi, cov
+
+
+def scale_rows(results, configs, workloads):
+    """(workload, config, runs) of placed's cost at scale, by size."""
+    ws = sorted([w for w in workloads if WORKLOADS[w].placed_only],
+                key=lambda w: (w == "scale-hackbench", int(w.split("-")[1])
+                               if w.split("-")[1].isdigit() else 0))
+    return [(w, c, results[w][c]) for w in ws for c in configs if results[w].get(c)]
+
+
+def scale_section(results, configs, workloads):
+    rows = scale_rows(results, configs, workloads)
+    if not rows:
+        return []
+    have_ticks = all(r.get("tick_lines") for _, _, runs in rows for r in runs)
+    lines = ["", "## placed's own cost at scale", "",
+             "placed beside `scale` (THREADS threads, a fifth of them in "
+             "pairs handing a futex token back and forth, the rest asleep) and beside hackbench; "
+             "each size its own run, placed started after the workload. Over the window after "
+             "the warm-up: placed's CPU time (its threads' schedstat) as a share of one CPU, and "
+             "per tick (over the ticks in the window); the tick's phases and its worst from "
+             "placed's `Tick:` lines; peak RSS (VmHWM at the run's end). Median (min–max) over "
+             "the runs; worst tick over all; \"from start\" includes the first ticks. The wake "
+             "sampler's BPF time runs in the woken tasks' context and is not in these figures. "
+             "At `--log-level debug` (`--scale-log-level`; needed for the Tick lines) placed "
+             "also writes a line for every group it leaves to the kernel, each tick: its "
+             "figures include that logging (log lines/s).", ""]
+    if not have_ticks:
+        lines += ["**placed logged no `Tick:` line in %s** (this build of placed does not "
+                  "write it): the tick's phases and worst tick are not known; CPU per tick is "
+                  "the mean from /proc." % ("some runs" if any(
+                      r.get("tick_lines") for _, _, runs in rows for r in runs) else "any run"),
+                  ""]
+    lines += ["| workload | config | threads | pairs | tasks | groups | placed CPU, % of one CPU "
+              "| CPU per tick | tick: sample / model / decide / apply | tick, worst (from start) "
+              "| peak RSS | log lines/s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def med(runs, key, f="%.1f"):
+        vals = [r[key] for r in runs if r.get(key) is not None]
+        return f % statistics.median(vals) if vals else "–"
+    for w, c, runs in rows:
+        cpu = [r["value"] for r in runs]
+        phases = " / ".join(med(runs, "tick_%s_ms" % ph, "%.2f") for ph in cost.TICK_PHASES)
+        worst = [r["tick_max_ms"] for r in runs if "tick_max_ms" in r]
+        start = [r["tick_max_ms_from_start"] for r in runs if "tick_max_ms_from_start" in r]
+        lines.append("| %s | %s | %d | %d | %s | %s | %.3f%% (%.3f–%.3f) | %s ms | %s ms | %s | "
+                     "%.1f MB | %s |" % (
+                         w, c, runs[0]["threads"], runs[0]["pairs"], med(runs, "tasks", "%d"),
+                         med(runs, "groups", "%d"), statistics.median(cpu), min(cpu), max(cpu),
+                         med(runs, "cpu_ms_per_tick", "%.2f"), phases,
+                         "%s, %.1f (%.1f) ms" % (med(runs, "tick_total_ms", "%.2f"), max(worst),
+                                                 max(start)) if worst else "–",
+                         max(r.get("placed_peak_rss_kib", 0) for r in runs) / 1024,
+                         med(runs, "log_lines_per_s", "%.0f")))
+    return lines + scale_targets(rows)
+
+
+def cpu_row(w, c, cpu, limit, tag):
+    """A row of the targets' table: placed's CPU share against a limit."""
+    v, lo, hi, cov = judge_cost(cpu, limit)
+    return "| %s | %s | placed CPU <= %g%% of one CPU | %.3f%% [%.3f–%.3f%s] | %s |" % (
+        w, c, limit, statistics.median(cpu), lo, hi,
+        "" if cov >= CI_LEVEL - EPS else ", covers %d%%" % int(100 * cov), tag(v))
+
+
+def scale_targets(rows):
+    """The targets of issue 25, per profile (advise mode shown, not judged)."""
+    out = []
+    for w, c, runs in rows:
+        judged = c in PROFILES
+        tag = (lambda v: "**%s**" % v) if judged else (lambda v: "(%s; shown, not judged)" % v)
+        cpu = [r["value"] for r in runs]
+        if w == "scale-%d" % SCALE_TARGET_THREADS:
+            out.append(cpu_row(w, c, cpu, SCALE_CPU_PCT, tag))
+            worst = [r.get("tick_max_ms") for r in runs]
+            if None not in worst:
+                v = "PASS" if max(worst) <= SCALE_TICK_MS + EPS else "FAIL"
+                out.append("| %s | %s | a tick <= %d ms | worst %.1f ms (Tick lines) | %s |" % (
+                    w, c, SCALE_TICK_MS, max(worst), tag(v)))
+            else:
+                mean = statistics.median(r["cpu_ms_per_tick"] for r in runs)
+                v = "FAIL" if mean > SCALE_TICK_MS + EPS else "not judged"
+                out.append("| %s | %s | a tick <= %d ms | no Tick line; CPU per tick %.1f ms "
+                           "on average | %s |" % (w, c, SCALE_TICK_MS, mean,
+                                                  tag(v) if v == "FAIL" else v))
+            rss = max(r.get("placed_peak_rss_kib", 0) for r in runs) / 1024
+            v = "PASS" if rss <= SCALE_RSS_MB + EPS else "FAIL"
+            out.append("| %s | %s | peak RSS <= %d MB | %.1f MB, worst run | %s |" % (
+                w, c, SCALE_RSS_MB, rss, tag(v)))
+        elif w == "scale-hackbench":
+            out.append(cpu_row(w, c, cpu, HACKBENCH_CPU_PCT, tag))
+    if not out:
+        return []
+    return ["", "Against issue 25's targets (at %d threads / %d pairs, and beside hackbench): "
+            "the CPU share judged on the interval of its median over the runs (in square "
+            "brackets; PASS when all of it is at or under the limit, FAIL when all of it is "
+            "over, else INCONCLUSIVE), the tick on its worst, the RSS on its worst run." % (
+                SCALE_TARGET_THREADS, SCALE_TARGET_THREADS // 5), "",
+            "| workload | config | target | measured | verdict |", "|---|---|---|---|---|"] + out
+
+
+def plot_scale(out, results, configs, workloads):
+    """scale.png: placed's CPU per tick against the tasks it watched, per
+    configuration (tasks from its Tick lines, else the workload's threads)."""
+    rows = [(w, c, runs) for w, c, runs in scale_rows(results, configs, workloads)
+            if w != "scale-hackbench"]
+    if not rows or not shutil.which("gnuplot"):
+        return
+    cs = [c for c in configs if any(c == rc for _, rc, _ in rows)]
+    data = os.path.join(out, "scale.dat")
+    points = {}
+    for w, c, runs in rows:
+        tasks = statistics.median(r.get("tasks") or r["threads"] for r in runs)
+        points.setdefault(tasks, {})[c] = statistics.median(r["cpu_ms_per_tick"] for r in runs)
+    with open(data, "w") as f:
+        f.write("tasks " + " ".join(cs) + "\n")
+        for tasks in sorted(points):
+            f.write("%g %s\n" % (tasks, " ".join("%.4f" % points[tasks][c] if c in points[tasks]
+                                                   else "NaN" for c in cs)))
+    script = """set terminal pngcairo size 900,500
+set output '%s'
+set title "placed's CPU time per tick against the tasks it watches (median of the runs)"
+set xlabel "tasks (placed's Tick line; without it, the workload's threads)"
+set ylabel 'CPU per tick (ms)'
+set grid
+set key top left
+set datafile missing 'NaN'
+set arrow from graph 0, first %d to graph 1, first %d nohead dashtype 2
+set label 'target at 10,000 threads: a tick <= %d ms' at graph 0.02, first %d offset 0,0.7
+plot for [i=2:%d] '%s' using 1:i with linespoints title columnheader(i)
+""" % (os.path.join(out, "scale.png"), SCALE_TICK_MS, SCALE_TICK_MS, SCALE_TICK_MS, SCALE_TICK_MS,
+       len(cs) + 1, data)
+    subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
 
 
 def write_report(out, args, results, summary, configs, workloads, took):
@@ -637,15 +1053,34 @@ def write_report(out, args, results, summary, configs, workloads, took):
              "and (run / kernel alone) for rates: above 1 is better than the kernel alone. "
              "*ceiling* is the kernel alone with the pair's two sides (server and client) pinned "
              "by hand to one CPU (CPU %s, one after the other by repetition), placed not running; "
-             "only pair-like workloads have one." % ", ".join(map(str, args.ceiling_cpus)), "",
-             ]
-    bg = [r["foreign_cpus"] for w in workloads for c in configs for r in results[w].get(c, [])]
+             "only pair-like workloads have one (several pairs: pair i on the i-th CPU from "
+             "there; mixed's hackbench is not pinned)." % ", ".join(map(str, args.ceiling_cpus)),
+             ""]
+    if any(WORKLOADS[w].sessions for w in workloads):
+        lines += ["Sessions (*-session): the server and placed ran %g s, then %d clients one "
+                  "after the other (%g s apart), each a new connection for a %g s session; each "
+                  "session is a figure of its own (over its whole length, nothing left out), "
+                  "paired with the same session of the other configurations." % (
+                      args.session_idle, args.sessions, args.session_gap, args.session_seconds),
+                  ""]
+    own = [w for w in workloads if not WORKLOADS[w].part_of]  # each run once
+    bg = [r["foreign_cpus"] for w in own for c in configs for r in results[w].get(c, [])]
     if bg:
+        who = {}
+        for w in own:
+            for c in configs:
+                for r in results[w].get(c, []):
+                    for comm, cpu_s in r.get("foreign_top", []):
+                        who[comm] = who.get(comm, 0.0) + cpu_s
+        top = sorted(who.items(), key=lambda x: -x[1])[:3]
         lines += ["Other processes on the machine used a median %.2f, at most %.2f CPUs' worth "
                   "during the runs%s" % (statistics.median(bg), max(bg),
                                          "." if max(bg) < 0.05 else
                                          ": **the machine was not idle, the figures are "
-                                         "disturbed** (per run: results.json, foreign_cpus)."), ""]
+                                         "disturbed** (per run: results.json, foreign_cpus%s)." % (
+                                             "; most: " + ", ".join(
+                                                 "%s %.1f CPU-s" % t for t in top) if top else "")),
+                  ""]
     lines += ["| workload | metric | " + " | ".join(configs) + " |",
               "|---|---|" + "---|" * len(configs)]
     for w in workloads:
@@ -708,6 +1143,8 @@ def write_report(out, args, results, summary, configs, workloads, took):
                                                     " | ".join(cells)))
 
     lines += packing_speed(args, results, configs, workloads)
+    lines += pairs_table(results, configs, workloads)
+    lines += scale_section(results, configs, workloads)
     lines += ["", "## Workloads", ""]
     for w in workloads:
         lines.append("- **%s**: %s (%s, %s is better)" % (w, WORKLOADS[w].label, WORKLOADS[w].metric,
@@ -716,6 +1153,8 @@ def write_report(out, args, results, summary, configs, workloads, took):
               "| workload | config | busy per CPU | deepest-state residency per CPU | idle entries/s per CPU | energy est. (CPU-equiv.) | placed CPU % | placed peak RSS KiB | other processes (CPUs) |",
               "|---|---|---|---|---|---|---|---|---|"]
     for w in workloads:
+        if WORKLOADS[w].part_of:
+            continue
         for c in configs:
             if not results[w].get(c):
                 continue
@@ -735,7 +1174,8 @@ def write_report(out, args, results, summary, configs, workloads, took):
 
 def cpuidle_driver():
     try:
-        return open("/sys/devices/system/cpu/cpuidle/current_driver").read().strip()
+        with open("/sys/devices/system/cpu/cpuidle/current_driver") as f:
+            return f.read().strip()
     except OSError:
         return "none"
 
@@ -744,29 +1184,11 @@ def hms(secs):
     return "%d min %02d s" % (secs // 60, secs % 60)
 
 
-def planner_scale(args):
-    """placed's decision at scale: 512 CPUs, 32 LLCs, 50k tasks, 200k edges."""
-    exe = os.path.join(args.build, "bench", "planner-scale")
-    if not os.path.exists(exe):
-        return None
-    out = sh([exe, "-r", "9"]).stdout
-    return json.loads(out) if out.strip() else None
-
-
-def write_planner(out, res):
-    if not res:
+def write_planner(out, cases):
+    if not cases:
         return
     with open(os.path.join(out, "report.md"), "a") as f:
-        f.write("\n## Planner at scale\n\n"
-                "`planner-scale`: %(cpus)d CPUs in %(llcs)d LLCs, %(tasks)d tasks, %(edges)d wake "
-                "edges, %(groups)d groups. CPU time of the decision, median (worst) of 9 runs; "
-                "target under 20 ms and 64 MB.\n\n" % res)
-        f.write("| model update | power-first | balanced | latency-first | peak memory |\n"
-                "|---|---|---|---|---|\n")
-        f.write("| %.1f ms | %.1f (%.1f) ms | %.1f (%.1f) ms | %.1f (%.1f) ms | %.1f MB |\n" % (
-            res["model_update_ms"], res["decide_ms_power-first"], res["decide_max_ms_power-first"],
-            res["decide_ms_balanced"], res["decide_max_ms_balanced"],
-            res["decide_ms_latency-first"], res["decide_max_ms_latency-first"], res["peak_rss_mb"]))
+        f.write("\n".join(cost.planner_lines(cases)) + "\n")
 
 
 def plot(out, summary, configs, workloads):
@@ -806,8 +1228,50 @@ def on_sigterm(signum, frame):
     raise KeyboardInterrupt("SIGTERM")
 
 
-ALL_WORKLOADS = ("pair,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light,"
-                 "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c")
+ALL_WORKLOADS = ("pair,pairs,mixed,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light,"
+                 "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c,"
+                 "redis-session,pg-session,udp-session,scale,scale-hackbench,planner")
+
+
+def add_scale_workloads(args):
+    """scale-N for each N of --scale-threads (N threads, N/5 pairs) and
+    scale-hackbench; "scale" in --workloads stands for every scale-N."""
+    for n in args.scale_threads:
+        WORKLOADS["scale-%d" % n] = Workload(
+            cost.wl_placed_cost, "placed CPU % of one CPU", "lower",
+            "placed beside `scale -t %d -p %d -r %g` (threads, light pairs, rate)" % (
+                n, n // 5, args.scale_rate), setup=cost.scale_setup(n, n // 5), placed_only=True,
+            placed_args=("--log-level", args.scale_log_level))
+    WORKLOADS["scale-hackbench"] = Workload(
+        cost.wl_placed_cost, "placed CPU % of one CPU", "lower",
+        "placed beside hackbench `-g %d` (%d processes)" % (
+            args.scale_hackbench_groups, 40 * args.scale_hackbench_groups),
+        setup=cost.hackbench_setup, placed_only=True,
+        placed_args=("--log-level", args.scale_log_level), needs=(PERF,))
+
+
+def expand_workloads(args, names):
+    out = []
+    for w in names:
+        if w == "scale":
+            out += ["scale-%d" % n for n in args.scale_threads]
+        elif w == "mixed":
+            out += ["mixed", "mixed-hackbench"]
+        else:
+            out.append(w)
+    return out
+
+
+def runs_under(wl, config, only_placed_only=()):
+    """Whether a workload runs under a configuration: the ceiling only where
+    it pins something, placed's own cost only where placed runs, and the
+    configurations added for the scale workloads (only_placed_only) only
+    there."""
+    if config == "ceiling" and not wl.pinnable:
+        return False
+    if config in only_placed_only and not wl.placed_only:
+        return False
+    return placed_config(config) is not None or not wl.placed_only
 
 
 def main():
@@ -825,6 +1289,36 @@ def main():
     ap.add_argument("--pipe-loops", type=int, default=200000)
     ap.add_argument("--hackbench-loops", type=int, default=500)
     ap.add_argument("--threads", type=int, default=16, help="threads of the contended workload")
+    ap.add_argument("--pairs", type=int, default=0,
+                    help="pairs of the pairs workload (default: half the online CPUs, at least 1)")
+    ap.add_argument("--mixed-pairs", type=int, default=0,
+                    help="pairs of mixed (default: a quarter of the online CPUs, at least 1)")
+    ap.add_argument("--mixed-groups", type=int, default=0,
+                    help="hackbench groups of mixed (default: half the online CPUs, at least 4)")
+    ap.add_argument("--sessions", type=int, default=2,
+                    help="client sessions per run of the *-session workloads, each its own figure")
+    ap.add_argument("--session-seconds", type=float, default=3, help="length of a client session")
+    ap.add_argument("--session-idle", type=float, default=2,
+                    help="seconds the server and placed run before the first session")
+    ap.add_argument("--session-gap", type=float, default=1, help="seconds between two sessions")
+    ap.add_argument("--scale-threads", default="1000,2500,5000,10000",
+                    help="sizes of the scale workloads (threads; a fifth of them in pairs)")
+    ap.add_argument("--scale-rate", type=float, default=10, help="round trips/s of each scale pair")
+    ap.add_argument("--scale-seconds", type=float, default=10,
+                    help="seconds placed's cost is measured over, after --warmup")
+    ap.add_argument("--scale-hackbench-groups", type=int, default=40,
+                    help="hackbench groups (40 processes each) of scale-hackbench")
+    ap.add_argument("--scale-log-level", default="debug",
+                    help="placed's log level in the scale workloads: debug has its Tick lines, "
+                         "and a line per group it leaves to the kernel, whose cost its figures "
+                         "then include; info has neither")
+    ap.add_argument("--scale-advise", default="balanced",
+                    help="the scale workloads also run this profile in advise mode (none: not)")
+    ap.add_argument("--planner-groups", default="5000,20000,40000",
+                    help="group counts of planner-scale's generated snapshots")
+    ap.add_argument("--planner-runs", type=int, default=3,
+                    help="decisions per profile on each generated snapshot (those whose groups "
+                         "share tasks: 1)")
     ap.add_argument("--ceiling-cpus", default="all",
                     help="CPUs the ceiling pins a pair to, one per repetition in turn "
                          "(comma-separated; default: all this harness may use)")
@@ -836,17 +1330,37 @@ def main():
                     help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log")
     args = ap.parse_args()
     args.out = args.out or os.path.join(args.build, "bench")
+    try:
+        args.scale_threads = [int(n) for n in args.scale_threads.split(",")]
+        args.planner_groups = [int(n) for n in args.planner_groups.split(",")]
+    except ValueError:
+        ap.error("--scale-threads and --planner-groups take comma-separated numbers")
+    add_scale_workloads(args)
     configs = args.configs.split(",")
-    workloads = args.workloads.split(",")
-    for w in workloads:
-        if w not in WORKLOADS:
-            ap.error("unknown workload %r (known: %s)" % (w, ", ".join(WORKLOADS)))
+    names = args.workloads.split(",")
+    planner = "planner" in names
+    names = [w for w in names if w != "planner"]
+    for w in names:
+        if w != "scale" and (w not in WORKLOADS or WORKLOADS[w].part_of):
+            ap.error("unknown workload %r (known: %s)" % (w, ", ".join(
+                ["scale", "planner"] + [k for k in WORKLOADS if not WORKLOADS[k].part_of])))
+    workloads = expand_workloads(args, names)
     for c in configs:
         if c not in ("kernel", "ceiling") and not placed_config(c):
             ap.error("unknown configuration %r (known: kernel, %s, each of them with %s, "
                      "ceiling)" % (c, ", ".join(PROFILES), ADVISE))
+    # placed's cost at scale is measured in advise mode too (only there).
+    added = []
+    if args.scale_advise != "none" and any(WORKLOADS[w].placed_only for w in workloads):
+        if args.scale_advise not in PROFILES:
+            ap.error("--scale-advise: %r is not a profile" % args.scale_advise)
+        if args.scale_advise + ADVISE not in configs:
+            added.append(args.scale_advise + ADVISE)
+            configs.append(args.scale_advise + ADVISE)
     if args.reps < 1 or args.seconds < 1 or args.warmup < 0:
         ap.error("--reps and --seconds must be at least 1, --warmup at least 0")
+    if args.sessions < 1 or args.session_seconds < 1:
+        ap.error("--sessions and --session-seconds must be at least 1")
     allowed = sorted(os.sched_getaffinity(0))
     try:
         args.ceiling_cpus = allowed if args.ceiling_cpus == "all" else [
@@ -871,20 +1385,23 @@ def main():
         for rep in range(args.reps):
             order = configs[rep % len(configs):] + configs[:rep % len(configs)]
             for w in workloads:
+                if WORKLOADS[w].part_of:
+                    continue
                 for c in order:
-                    if c == "ceiling" and not WORKLOADS[w].pinnable:
+                    if not runs_under(WORKLOADS[w], c, added):
                         continue
-                    r = run_one(args, c, w, shared, rep)
-                    results[w][c].append(r)
-                    print("rep %d %-12s %-14s %s %.4g (%.1f s, others %.2f CPUs)" % (
-                        rep + 1, w, c, r["metric"], r["value"], r["wall_s"], r["foreign_cpus"]),
-                        flush=True)
+                    for r in run_one(args, c, w, shared, rep):
+                        results[w][c].append(r)
+                        print("rep %d %-12s %-14s %s %.4g (%.1f s, others %.2f CPUs)" % (
+                            rep + 1, w, c, r["metric"], r["value"], r["wall_s"],
+                            r["foreign_cpus"]), flush=True)
     finally:
         shared.close()
+    fill_parts(results, workloads)
+    scale = cost.planner_scale(args, SRC) if planner else None
     took = time.time() - t_start
 
     summary = summarize(results, configs, workloads)
-    scale = planner_scale(args)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"argv": sys.argv, "ncpu": NCPU, "kernel": os.uname().release,
                    "cpuidle_driver": cpuidle_driver(), "took_s": round(took, 1),
@@ -892,8 +1409,23 @@ def main():
     write_report(args.out, args, results, summary, configs, workloads, took)
     write_planner(args.out, scale)
     plot(args.out, summary, configs, workloads)
+    plot_scale(args.out, results, configs, workloads)
     print(open(os.path.join(args.out, "report.md")).read())
     print("bench.py took %s" % hms(took))
+
+
+def fill_parts(results, workloads):
+    """A second figure of another workload's runs (mixed-hackbench: hackbench's
+    time in mixed) becomes that workload's results, run by run."""
+    for w in workloads:
+        part = WORKLOADS[w].part_of
+        if not part:
+            continue
+        parent, key = part
+        for c, runs in results.get(parent, {}).items():
+            results[w][c] = [dict({k: v for k, v in r.items() if not k.startswith("packed")},
+                                  value=r[key], metric=WORKLOADS[w].metric,
+                                  better=WORKLOADS[w].better) for r in runs]
 
 
 if __name__ == "__main__":

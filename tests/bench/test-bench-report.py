@@ -3,17 +3,25 @@
 root needed): speed-ups by the metric's direction, the share of the
 ceiling's gain and PASS/FAIL against the targets, the noise rule for a
 ceiling that gains little, and other processes' CPU time when one of them
-ends during a run.
+ends during a run. Then the report's newer parts, from a made-up
+results.json as bench.py writes it: several pairs (CPUs touched, energy per
+round trip), mixed's two figures, sessions, time to place, the stream's
+share of its ceiling, placed's cost at scale with and without its Tick
+lines, and the planner at scale.
 
     python3 tests/bench/test-bench-report.py
 """
+import json
 import os
 import sys
+import tempfile
+import types
 import unittest
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
+import cost  # noqa: E402
 
 
 def runs(values):
@@ -135,22 +143,202 @@ class Report(unittest.TestCase):
             "balanced": [{"value": 1, "packed_after_s": t} for t in (1.8, 2.1, 2.9)],
             "power-first": [{"value": 1, "packed_after_s": t} for t in (1.5, 3.4, 2.0)],
             "latency-first": [{"value": 1, "packed_after_s": t} for t in (1.5, None, 2.0)],
-            "ceiling": [{"value": 1, "packed_after_s": None}]}}
-        rows = {l.split("|")[1].strip(): l for l in bench.packing_speed(
-            A, results, ["balanced", "power-first", "latency-first", "ceiling"], ["pair"])
+            "ceiling": [{"value": 1, "packed_after_s": None}]},
+            "stream": {"balanced": [{"value": 1, "packed_after_s": None}] * 3},
+            "redis-1c": {"balanced": [{"value": 1, "packed_after_s": 0.12, "packed_undone": 1},
+                                      {"value": 1, "packed_after_s": 0.31}]},
+            "hackbench-s": {"balanced": [{"value": 1}]}}
+        rows = {(l.split("|")[1].strip(), l.split("|")[2].strip()): l for l in bench.packing_speed(
+            A, results, ["balanced", "power-first", "latency-first", "ceiling"],
+            ["pair", "stream", "redis-1c", "hackbench-s"])
             if l.startswith("| ") and "profile" not in l}
-        self.assertIn("2.10 s, worst 2.90 s", rows["balanced"])
-        self.assertIn("PASS", rows["balanced"])
-        self.assertIn("FAIL", rows["power-first"])  # 3.4 s > 3 ticks
-        self.assertIn("1 of 3 never", rows["latency-first"])
-        self.assertIn("FAIL", rows["latency-first"])
-        self.assertNotIn("ceiling", rows)
-        self.assertEqual(bench.packing_speed(A, results, ["balanced"], ["redis-1c"]), [])
+        self.assertIn("2.10 s, worst 2.90 s", rows["pair", "balanced"])
+        self.assertIn("PASS", rows["pair", "balanced"])
+        self.assertIn("FAIL", rows["pair", "power-first"])  # 3.4 s > 3 ticks
+        self.assertIn("1 of 3 never", rows["pair", "latency-first"])
+        self.assertIn("FAIL", rows["pair", "latency-first"])
+        self.assertNotIn(("pair", "ceiling"), rows)
+        # A server pair is held to the target too, and a placement undone is told.
+        self.assertIn("0.21 s, worst 0.31 s, undone 1 times", rows["redis-1c", "balanced"])
+        self.assertIn("PASS", rows["redis-1c", "balanced"])
+        # The stream is shown, not judged; a workload that places nothing has no row.
+        self.assertIn("never", rows["stream", "balanced"])
+        self.assertIn("none (shown)", rows["stream", "balanced"])
+        self.assertNotIn(("hackbench-s", "balanced"), rows)
+        self.assertEqual(bench.packing_speed(A, results, ["balanced"], ["hackbench-s"]), [])
 
     def test_figures(self):
         self.assertEqual(bench.fmt_val(73740), "73.7k")
         self.assertEqual(bench.fmt_val(1.2e6), "1.2M")
         self.assertEqual(bench.fmt_val(13.38), "13.38")
+
+
+
+def args(**kw):
+    a = types.SimpleNamespace(ceiling_cpus=[0, 1], reps=5, tick_s=1.0, session_idle=2,
+                              sessions=2, session_gap=1, session_seconds=3,
+                              scale_threads=[1000, 10000], scale_rate=10,
+                              scale_hackbench_groups=40, scale_log_level="debug")
+    a.__dict__.update(kw)
+    return a
+
+
+def tick_line(tasks, groups, us):
+    return ("Tick: %d tasks, %d groups; CPU time: sample %d us, model %d us, decide %d us, "
+            "apply %d us." % (tasks, groups, us[0], us[1], us[2], us[3]))
+
+
+class NewParts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        bench.add_scale_workloads(args())
+
+    def test_mixed_gain_and_hackbench_part(self):
+        # Pairs 1.5-2x faster (must gain: PASS), hackbench 0.94-0.96x (must not
+        # lose more than 3%: FAIL), the ceiling's pairs 2.5x.
+        runs = lambda vals, hack: [{"value": v, "hackbench_s": h, "packed_after_s": 1.4}
+                                   for v, h in zip(vals, hack)]
+        results = {"mixed": {"kernel": runs([100] * 5, [2.0] * 5),
+                             "balanced": runs([150, 160, 170, 180, 200], [2.1, 2.09, 2.12, 2.08, 2.1]),
+                             "ceiling": runs([250] * 5, [2.0] * 5)},
+                   "mixed-hackbench": {"kernel": [], "balanced": [], "ceiling": []}}
+        bench.fill_parts(results, ["mixed", "mixed-hackbench"])
+        self.assertEqual(results["mixed-hackbench"]["balanced"][0]["value"], 2.1)
+        self.assertNotIn("packed_after_s", results["mixed-hackbench"]["balanced"][0])
+        s = bench.summarize(results, ["kernel", "balanced", "ceiling"], ["mixed", "mixed-hackbench"])
+        self.assertEqual(s["mixed"]["balanced"]["verdict"], "PASS")
+        self.assertEqual(s["mixed"]["balanced"]["target"], "> 1.00x kernel")
+        self.assertAlmostEqual(s["mixed"]["balanced"]["share_of_ceiling_gain"], 0.7 / 1.5)
+        self.assertEqual(s["mixed-hackbench"]["balanced"]["verdict"], "FAIL")
+        # A gain inside the noise is not a pass.
+        results["mixed"]["balanced"] = runs([95, 99, 101, 103, 110], [2.0] * 5)
+        s = bench.summarize(results, ["kernel", "balanced"], ["mixed"])
+        self.assertEqual(s["mixed"]["balanced"]["verdict"], "INCONCLUSIVE")
+
+    def test_stream_shows_share_of_its_ceiling(self):
+        s = bench.summarize({"stream": {"kernel": runs([10.0] * 5), "balanced": runs([11.0] * 5),
+                                        "ceiling": runs([12.0] * 5)}},
+                            ["kernel", "balanced", "ceiling"], ["stream"])["stream"]
+        self.assertAlmostEqual(s["balanced"]["share_of_ceiling_gain"], 0.5)
+        self.assertEqual(s["balanced"]["verdict"], "PASS")  # judged on its speed-up
+        s = bench.summarize({"stream": {"kernel": runs([10.0] * 5), "balanced": runs([11.0] * 5),
+                                        "ceiling": runs([9.5] * 5)}},
+                            ["kernel", "balanced", "ceiling"], ["stream"])["stream"]
+        self.assertNotIn("share_of_ceiling_gain", s["balanced"])
+
+    def test_parse_ticks(self):
+        text = "x\n" + tick_line(10004, 2003, (4000, 3000, 2000, 1000)) + "\nTick: bad\n"
+        t = cost.parse_ticks(text)
+        self.assertEqual(len(t), 1)
+        self.assertEqual((t[0]["tasks"], t[0]["groups"], t[0]["total_us"]), (10004, 2003, 10000))
+
+    def test_judge_cost(self):
+        self.assertEqual(bench.judge_cost([0.5, 0.6, 0.7], 1.0)[0], "PASS")
+        self.assertEqual(bench.judge_cost([1.5, 1.6, 1.7], 1.0)[0], "FAIL")
+        self.assertEqual(bench.judge_cost([0.8, 1.1, 1.2], 1.0)[0], "INCONCLUSIVE")
+
+    def scale_run(self, threads, cpu, ticks=None, rss_kib=20000):
+        r = {"value": cpu, "threads": threads, "pairs": threads // 5, "cpu_ms_per_tick": cpu * 10,
+             "tick_lines": 0, "placed_peak_rss_kib": rss_kib, "foreign_cpus": 0.0}
+        if ticks:
+            r.update(tick_lines=len(ticks), tasks=threads + 50, groups=threads // 5,
+                     tick_sample_ms=4.0, tick_model_ms=3.0, tick_decide_ms=2.0, tick_apply_ms=1.0,
+                     tick_total_ms=10.0, tick_max_ms=max(ticks), tick_max_ms_from_start=80.0)
+        return r
+
+    def test_scale_section(self):
+        configs = ["balanced", "balanced-advise"]
+        ws = ["scale-1000", "scale-10000", "scale-hackbench"]
+        results = {"scale-1000": {c: [self.scale_run(1000, 0.1, [3.0])] * 3 for c in configs},
+                   "scale-10000": {"balanced": [self.scale_run(10000, v, [20.0, 60.0])
+                                                for v in (0.8, 0.9, 0.95)],
+                                   "balanced-advise": [self.scale_run(10000, 0.7, [20.0])] * 3},
+                   "scale-hackbench": {c: [self.scale_run(1600, v, [5.0]) for v in (0.4, 0.6, 0.7)]
+                                       for c in configs}}
+        for w in ws:
+            for r in results[w]["balanced"]:
+                r["threads"] = 1600 if w == "scale-hackbench" else r["threads"]
+        text = "\n".join(bench.scale_section(results, configs, ws))
+        self.assertIn("## placed's own cost at scale", text)
+        self.assertNotIn("no `Tick:` line", text)
+        rows = [l for l in text.splitlines() if l.startswith("| scale-10000 | balanced |")]
+        self.assertTrue(any("<= 1% of one CPU" in l and "**PASS**" in l for l in rows), rows)
+        self.assertTrue(any("a tick <= 50 ms" in l and "worst 60.0 ms" in l and "**FAIL**" in l
+                            for l in rows), rows)
+        self.assertTrue(any("peak RSS <= 64 MB" in l and "**PASS**" in l for l in rows), rows)
+        hb = [l for l in text.splitlines() if l.startswith("| scale-hackbench | balanced |")]
+        self.assertTrue(any("<= 0.5% of one CPU" in l and "INCONCLUSIVE" in l for l in hb), hb)
+        adv = [l for l in text.splitlines() if l.startswith("| scale-10000 | balanced-advise |")]
+        self.assertTrue(any("shown, not judged" in l for l in adv), adv)
+        # Without Tick lines: said so, the tick not judged unless its mean is over.
+        for w in ws:
+            for c in configs:
+                results[w][c] = [self.scale_run(r["threads"], r["value"]) for r in results[w][c]]
+        text = "\n".join(bench.scale_section(results, configs, ws))
+        self.assertIn("placed logged no `Tick:` line in any run", text)
+        self.assertIn("no Tick line; CPU per tick 9.0 ms on average | not judged", text)
+
+    def test_planner_lines(self):
+        cases = [{"mode": "wake-graph", "cpus": 512, "llcs": 32, "tasks": 50000, "groups": 5600,
+                  "model_update_ms": 21.0, "peak_rss_mb": 60.0,
+                  **{"decide_ms_" + p: 6.0 for p in bench.PROFILES},
+                  **{"decide_max_ms_" + p: 12.0 for p in bench.PROFILES}},
+                 {"mode": "snapshot", "shared": True, "tasks": 80001, "groups": 40000,
+                  "parse_ms": 320.0, "parse_max_ms": 330.0, "peak_rss_mb": 270.0,
+                  "plan_cpu_s": 14.7, **{"decide_ms_" + p: 300.0 for p in bench.PROFILES},
+                  **{"decide_max_ms_" + p: 310.0 for p in bench.PROFILES}},
+                 {"mode": "snapshot", "shared": False, "groups": 20000, "error": "exit 1"}]
+        text = "\n".join(cost.planner_lines(cases))
+        self.assertIn("| wake graph | 50000 | 5600 | – | 21.0 ms |", text)
+        self.assertIn("< 20 ms, < 64 MB **PASS**", text)
+        self.assertIn("| snapshot, shared tasks | 80001 | 40000 | 320.0 (330.0) ms |", text)
+        self.assertIn("| 14.70 s |", text)
+        self.assertIn("<= 250 ms **FAIL**", text)
+        self.assertIn("| snapshot | – | 20000 | failed: exit 1", text)
+
+    def test_report_from_results_json(self):
+        """A report built from a results.json as bench.py writes it shows the
+        new tables and verdicts."""
+        configs = ["kernel", "balanced", "ceiling", "balanced-advise"]
+        pair = lambda v, touched, packed: {
+            "value": v, "pairs": 1, "cpus_touched": touched, "busy_cpu_s": 2.0,
+            "energy_us_per_round_trip": 7.0, "packed_after_s": packed,
+            "cpus": {0: {"busy": 0.5, "residency": {}, "idle_entries_per_s": 10}},
+            "energy_cpu_equiv": 1.0, "foreign_cpus": 0.0}
+        session = lambda v, packed, k: dict(pair(v, None, packed), session=k)
+        results = {
+            "pairs": {"kernel": [pair(30000, 2, None)] * 2, "balanced": [pair(190000, 1, 1.4)] * 2,
+                      "ceiling": [pair(200000, 1, 0.0)] * 2, "balanced-advise": []},
+            "udp-session": {"kernel": [session(30000, None, k) for k in (1, 2)] * 2,
+                            "balanced": [session(150000, 0.9, k) for k in (1, 2)] * 2,
+                            "ceiling": [session(200000, 0.0, k) for k in (1, 2)] * 2,
+                            "balanced-advise": []},
+            "scale-10000": {"kernel": [], "balanced": [self.scale_run(10000, 0.5)] * 2,
+                            "ceiling": [], "balanced-advise": [self.scale_run(10000, 0.4)] * 2}}
+        for r in results["scale-10000"]["balanced"] + results["scale-10000"]["balanced-advise"]:
+            r.update(cpus={0: {"busy": 0.5, "residency": {}, "idle_entries_per_s": 10}},
+                     energy_cpu_equiv=1.0)
+        workloads = list(results)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump({"runs": results}, f)
+            with open(os.path.join(d, "results.json")) as f:
+                results = json.load(f)["runs"]
+            summary = bench.summarize(results, configs, workloads)
+            bench.write_report(d, args(reps=2), results, summary, configs, workloads, 60)
+            with open(os.path.join(d, "report.md")) as f:
+                text = f.read()
+        self.assertIn("| pairs | >= 90% of ceiling gain | 6.67x | 6.33x, 94.1% (94.1%) **PASS** |",
+                      text)
+        self.assertIn("| udp-session | >= 75% of ceiling gain | 6.67x | 5.00x, 70.6% (70.6%) "
+                      "**FAIL** |", text)
+        self.assertIn("Sessions (*-session): the server and placed ran 2 s, then 2 clients", text)
+        self.assertIn("| udp-session | balanced | 0.90 s, worst 0.90 s | <= 3 ticks **PASS** |",
+                      text)
+        self.assertIn("| pairs | kernel | 1 | 30k (30k–30k) | 2 (2–2) | 2.00 (2.00–2.00) | "
+                      "7.00 (7.00–7.00) |", text)
+        self.assertIn("## placed's own cost at scale", text)
+        self.assertIn("| scale-10000 | balanced | placed CPU <= 1% of one CPU", text)
 
 
 if __name__ == "__main__":
