@@ -437,8 +437,11 @@ def pg_backend(postmaster):
             with open("/proc/%d/cmdline" % c, "rb") as f:
                 title = f.read()
             with open("/proc/%d/stat" % c) as f:
-                start = int(f.read().rsplit(")", 1)[1].split()[19])
+                fields = f.read().rsplit(")", 1)[1].split()
+            start = int(fields[19])
         except (OSError, ValueError, IndexError):
+            continue
+        if fields[0] in ("Z", "X"):  # a connection that ended, not yet reaped
             continue
         if title.startswith(b"postgres: postgres postgres [local]"):
             if best is None or start >= best[0]:

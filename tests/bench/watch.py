@@ -40,8 +40,12 @@ class Task:
             raise
 
     def allowed(self):
-        """Cpus_allowed_list as text, e.g. "0-1" or "1"."""
+        """Cpus_allowed_list as text, e.g. "0-1" or "1". A task that has
+        exited (a zombie not yet reaped) raises OSError, as one gone does."""
         text = os.pread(self.status, 4096, 0)
+        s = text.find(b"State:")
+        if s >= 0 and text[s + 6:s + 9].strip()[:1] in (b"Z", b"X"):
+            raise OSError("task %d exited" % self.tid)
         i = text.find(b"Cpus_allowed_list:")
         if i < 0:
             raise OSError("no Cpus_allowed_list")
