@@ -25,8 +25,8 @@ import time
 
 import stock
 
-TICK_RE = re.compile(r"Tick: (\d+) tasks, (\d+) groups; CPU time: sample (\d+) us, model (\d+) us, "
-                     r"decide (\d+) us, apply (\d+) us")
+TICK_RE = re.compile(r"Tick: (\d+) tasks, (\d+) groups(?:, (\w+))?; CPU time: sample (\d+) us, "
+                     r"model (\d+) us, decide (\d+) us, apply (\d+) us")
 TICK_PHASES = ("sample", "model", "decide", "apply")
 
 
@@ -34,9 +34,10 @@ def parse_ticks(text):
     """placed's per-tick debug lines: [{tasks, groups, sample_us, ..., total_us}]."""
     ticks = []
     for m in TICK_RE.finditer(text):
-        t = {"tasks": int(m.group(1)), "groups": int(m.group(2))}
+        t = {"tasks": int(m.group(1)), "groups": int(m.group(2)),
+             "kind": m.group(3) or "regular"}
         for i, ph in enumerate(TICK_PHASES):
-            t[ph + "_us"] = int(m.group(3 + i))
+            t[ph + "_us"] = int(m.group(4 + i))
         t["total_us"] = sum(t[ph + "_us"] for ph in TICK_PHASES)
         ticks.append(t)
     return ticks

@@ -183,9 +183,9 @@ def args(**kw):
     return a
 
 
-def tick_line(tasks, groups, us):
-    return ("Tick: %d tasks, %d groups; CPU time: sample %d us, model %d us, decide %d us, "
-            "apply %d us." % (tasks, groups, us[0], us[1], us[2], us[3]))
+def tick_line(tasks, groups, us, kind="regular"):
+    return ("Tick: %d tasks, %d groups, %s; CPU time: sample %d us, model %d us, decide %d us, "
+            "apply %d us." % (tasks, groups, kind, us[0], us[1], us[2], us[3]))
 
 
 class NewParts(unittest.TestCase):
