@@ -46,6 +46,11 @@ static void restore_on_report(const JournalReport *rep, void *userdata) {
         case JOURNAL_EVENT_RECOVERED:
                 log_notice("The undo journal in \"%s\" can be written again: recovered.", rep->dir);
                 break;
+        case JOURNAL_EVENT_FILE_REFUSED:
+                log_error("\"%s/%s\" %s, refusing to use it (writing it would change the "
+                          "file it is linked to).",
+                          rep->dir, rep->key, rep->why);
+                break;
         }
 }
 

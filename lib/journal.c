@@ -20,9 +20,9 @@
  *
  * Why so suspicious: placed runs as root and restore writes journal values
  * into sysfs, procfs and cgroup files. Every file is opened relative to the
- * directory's fd with O_NOFOLLOW, the directory must be ours and writable by
- * nobody else, and the kinds' validate() look at every key and value before
- * restore touches anything.
+ * directory's fd with O_NOFOLLOW and refused when it has a second link, the
+ * directory must be ours and writable by nobody else, and the kinds'
+ * validate() look at every key and value before restore touches anything.
  *
  * Why a hash index and tombstones: a journal with 100k objects must load and
  * restore in linear time; find is a hash lookup, and removing an entry only
@@ -251,8 +251,15 @@ static int open_dir(const char *dir, int *ret_fd) {
         return 0;
 }
 
-/* openat() that never follows a link, never blocks on a FIFO, and wants a regular file. */
-static int open_file(int dir_fd, const char *name, int flags, int *ret_fd) {
+/*
+ * openat() that never follows a link, never blocks on a FIFO, and wants a
+ * regular file of one link: a second name means the file is someone else's
+ * (a hard link planted at DIR/journal to any file on the same file system),
+ * and writing or cutting it would change that file. Checked on the open fd,
+ * before anything is read, written or truncated. j (NULL for the lock) is
+ * told which file and why.
+ */
+static int open_file(const Journal *j, int dir_fd, const char *name, int flags, int *ret_fd) {
         _cleanup_close_ int fd =
                 openat(dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0600);
         if (fd < 0)
@@ -262,6 +269,16 @@ static int open_file(int dir_fd, const char *name, int flags, int *ret_fd) {
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
+        if (st.st_nlink != 1) {
+                char why[64];
+                snprintf(why, sizeof(why), "has %ju links", (uintmax_t)st.st_nlink);
+                if (j)
+                        report(j, (JournalReport){ .event = JOURNAL_EVENT_FILE_REFUSED,
+                                                   .key = name,
+                                                   .error = -EMLINK,
+                                                   .why = why });
+                return -EMLINK;
+        }
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -278,6 +295,9 @@ const char *journal_strerror(int r) {
                 return "it is not a directory";
         case -EBADFD:
                 return "its journal, lock or journal.tmp is not a regular file";
+        case -EMLINK:
+                return "its journal, journal.failed or lock has more than one link (another file "
+                       "linked there would be written)";
         default:
                 return NULL;
         }
@@ -359,7 +379,7 @@ static int append_record(Journal *j, const char *type, const char *kind, const c
 /* Appends a record and why to DIR/journal.failed, for a person to read. */
 static int set_aside(Journal *j, unsigned line, const char *text, const char *why) {
         _cleanup_close_ int fd = -1;
-        int r = open_file(j->dir_fd, JOURNAL_FAILED_FILE, O_WRONLY | O_APPEND | O_CREAT, &fd);
+        int r = open_file(j, j->dir_fd, JOURNAL_FAILED_FILE, O_WRONLY | O_APPEND | O_CREAT, &fd);
         if (r < 0)
                 return r;
         _cleanup_free_ char *rec = NULL;
@@ -494,10 +514,10 @@ int journal_open_full(const char *dir, const JournalOptions *opts, Journal **ret
 
         bool created = false;
         if (r >= 0) {
-                r = open_file(j->dir_fd, JOURNAL_FILE, O_RDWR | O_APPEND, &j->fd);
+                r = open_file(j, j->dir_fd, JOURNAL_FILE, O_RDWR | O_APPEND, &j->fd);
                 if (r == -ENOENT) {
-                        r = open_file(j->dir_fd, JOURNAL_FILE, O_RDWR | O_APPEND | O_CREAT | O_EXCL,
-                                      &j->fd);
+                        r = open_file(j, j->dir_fd, JOURNAL_FILE,
+                                      O_RDWR | O_APPEND | O_CREAT | O_EXCL, &j->fd);
                         created = r >= 0;
                 }
         }
@@ -541,7 +561,7 @@ static int journal_rewrite(Journal *j) {
         if (unlinkat(j->dir_fd, JOURNAL_TMP_FILE, 0) < 0 && errno != ENOENT)
                 return negative_errno();
         _cleanup_close_ int fd = -1;
-        r = open_file(j->dir_fd, JOURNAL_TMP_FILE, O_WRONLY | O_CREAT | O_EXCL, &fd);
+        r = open_file(j, j->dir_fd, JOURNAL_TMP_FILE, O_WRONLY | O_CREAT | O_EXCL, &fd);
         if (r < 0)
                 return r;
         off_t size = 0;
@@ -562,7 +582,7 @@ static int journal_rewrite(Journal *j) {
                 return r;
         }
         int nfd = -1;
-        r = open_file(j->dir_fd, JOURNAL_FILE, O_RDWR | O_APPEND, &nfd);
+        r = open_file(j, j->dir_fd, JOURNAL_FILE, O_RDWR | O_APPEND, &nfd);
         if (r < 0)
                 return r;
         closep(&j->fd);
@@ -774,7 +794,7 @@ int journal_lock(const char *dir, int *ret_fd) {
         int r = open_dir(dir, &dir_fd);
         if (r < 0)
                 return r;
-        r = open_file(dir_fd, JOURNAL_LOCK, O_RDWR | O_CREAT, &fd);
+        r = open_file(NULL, dir_fd, JOURNAL_LOCK, O_RDWR | O_CREAT, &fd);
         if (r < 0)
                 return r;
         if (flock(fd, LOCK_EX | LOCK_NB) < 0)

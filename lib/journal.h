@@ -18,7 +18,8 @@
  *
  * The journal is trusted by root, so it trusts nothing it did not make: its
  * directory must belong to the user placed runs as (root) and be writable by
- * nobody else, its files are never followed through a symbolic link, every
+ * nobody else, its files are never followed through a symbolic link nor used
+ * when they have a second name (a hard link to some other file), every
  * record is checked by its kind's validate() before anything is written, and
  * a record that cannot be restored is set aside in DIR/journal.failed for a
  * person to read instead of blocking every later start.
@@ -61,6 +62,7 @@ typedef enum JournalEvent {
         JOURNAL_EVENT_SET_ASIDE,    /* a record that could not be restored */
         JOURNAL_EVENT_WRITE_FAILED, /* a record could not be written (first failure only) */
         JOURNAL_EVENT_RECOVERED,    /* writing works again after WRITE_FAILED */
+        JOURNAL_EVENT_FILE_REFUSED, /* a file of DIR (key) is not used: why says so */
 } JournalEvent;
 
 typedef struct JournalReport {
@@ -68,7 +70,7 @@ typedef struct JournalReport {
         const char *dir;
         unsigned line;    /* line in DIR/journal; 0 for a record made by this process */
         const char *kind; /* kind, key and value (the original) of the record, or NULL */
-        const char *key;
+        const char *key;  /* FILE_REFUSED: the file's name in dir */
         const char *value;
         int error;       /* negative errno, or 0 */
         const char *why; /* what was wrong, in words, or NULL */
@@ -93,7 +95,8 @@ typedef struct JournalOptions {
  *
  * Return: 0, or negative errno; journal_strerror() words the journal's own
  * refusals (-EPERM, -EACCES: an unsafe directory; -ELOOP: a symbolic link;
- * -EBADFD: not a regular file).
+ * -EBADFD: not a regular file; -EMLINK: a file with more than one link,
+ * also reported as JOURNAL_EVENT_FILE_REFUSED with the file and its count).
  */
 int journal_open(const char *dir, Journal **ret);
 int journal_open_full(const char *dir, const JournalOptions *opts, Journal **ret);

@@ -7,7 +7,8 @@
  * mid-line by a crash; and the hardening: symbolic links and unsafe
  * directories refused, a full disk (a write seam, and a real one-page
  * tmpfs in a private mount namespace), bad lines and invalid records
- * reported by line, and 100k objects in linear time.
+ * reported by line, hard links planted as its files refused, and 100k
+ * objects in linear time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -495,9 +496,11 @@ static void test_unsafe_dir_refused(void **state) {
 
 typedef struct Faults {
         long budget; /* bytes write() may still take; < 0: no limit */
-        unsigned n_failed, n_recovered, n_bad_lines, n_set_aside;
+        unsigned n_failed, n_recovered, n_bad_lines, n_set_aside, n_refused;
         unsigned last_line;
+        bool last_set_aside;
         char last_why[128];
+        char last_key[64];
 } Faults;
 
 static Faults faults;
@@ -528,11 +531,18 @@ static void on_report(const JournalReport *rep, void *userdata) {
         case JOURNAL_EVENT_BAD_LINE:
                 fl->n_bad_lines++;
                 fl->last_line = rep->line;
+                fl->last_set_aside = rep->set_aside;
                 break;
         case JOURNAL_EVENT_SET_ASIDE:
                 fl->n_set_aside++;
                 fl->last_line = rep->line;
+                fl->last_set_aside = rep->set_aside;
                 snprintf(fl->last_why, sizeof(fl->last_why), "%s", rep->why ? rep->why : "");
+                break;
+        case JOURNAL_EVENT_FILE_REFUSED:
+                fl->n_refused++;
+                snprintf(fl->last_key, sizeof(fl->last_key), "%s", rep->key);
+                snprintf(fl->last_why, sizeof(fl->last_why), "%s", rep->why);
                 break;
         }
 }
@@ -703,6 +713,70 @@ static void test_bad_records_reported_and_set_aside(void **state) {
         journal_free(j);
 }
 
+/*
+ * Issue 25: a hard link planted as DIR/journal, journal.failed or lock (any
+ * file on the same file system) is never used: loading would cut the
+ * victim's last line and a restore would empty it. The file keeps its bytes,
+ * and the journal says which file has how many links.
+ */
+static void test_hard_links_refused(void **state) {
+        Fixture *f = *state;
+        static const char precious[] = "precious\nlast line without newline";
+        char victim[128], sub[128], path[256];
+        snprintf(victim, sizeof(victim), "%s/victim", f->dir);
+        snprintf(sub, sizeof(sub), "%s/j", f->dir);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        FILE *fp = fopen(victim, "we");
+        assert_non_null(fp);
+        fputs(precious, fp);
+        assert_int_equal(fclose(fp), 0);
+        faults = (Faults){ .budget = -1 };
+        JournalOptions o = { .report = on_report, .userdata = &faults };
+        Journal *j = NULL;
+
+        /* journal -> victim: refused before it is read or cut. */
+        snprintf(path, sizeof(path), "%s/journal", sub);
+        assert_int_equal(link(victim, path), 0);
+        assert_int_equal(journal_open_full(sub, &o, &j), -EMLINK);
+        assert_null(j);
+        assert_non_null(strstr(journal_strerror(-EMLINK), "more than one link"));
+        assert_int_equal(faults.n_refused, 1);
+        assert_string_equal(faults.last_key, "journal");
+        assert_string_equal(faults.last_why, "has 2 links");
+        _cleanup_free_ char *text = read_text(f->dir, "victim");
+        assert_string_equal(text, precious);
+
+        /* journal.failed -> victim: what would be set aside is not appended to it. */
+        assert_int_equal(unlink(path), 0);
+        write_file(sub, "ORIG\tno-such-kind\tk\t1\nSET\tno-such-kind\tk\t2\nnot a record\n");
+        snprintf(path, sizeof(path), "%s/journal.failed", sub);
+        assert_int_equal(link(victim, path), 0);
+        assert_int_equal(journal_open_full(sub, &o, &j), 0);
+        assert_int_equal(faults.n_bad_lines, 1);
+        assert_false(faults.last_set_aside);
+        assert_int_equal(faults.n_refused, 2);
+        assert_string_equal(faults.last_key, "journal.failed");
+        JournalRestoreStats st;
+        assert_int_equal(journal_restore(j, &f->ops, 1, &st), -EIO);
+        assert_int_equal(faults.n_set_aside, 1);
+        assert_false(faults.last_set_aside);
+        assert_int_equal(journal_size(j), 1); /* kept in the journal, as nowhere else can */
+        journal_free(j);
+        free(text);
+        text = read_text(f->dir, "victim");
+        assert_string_equal(text, precious);
+
+        /* lock -> victim: no fd to it is handed out. */
+        snprintf(path, sizeof(path), "%s/lock", sub);
+        assert_int_equal(link(victim, path), 0);
+        int fd = -1;
+        assert_int_equal(journal_lock(sub, &fd), -EMLINK);
+        assert_int_equal(fd, -1);
+        free(text);
+        text = read_text(f->dir, "victim");
+        assert_string_equal(text, precious);
+}
+
 static int all_gone_read(const char *key, char **ret, void *userdata) {
         return -ESRCH;
 }
@@ -765,6 +839,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_full_disk_tmpfs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_records_reported_and_set_aside, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_hard_links_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_linear_100k, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

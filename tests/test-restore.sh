@@ -2,7 +2,8 @@
 # The undo journal and placed's other untrusted inputs, attacked through the
 # real binary (issue 11's defects; each check here failed on eb36bdd):
 #   1. a journal directory owned by someone else, and links named journal,
-#      lock and journal.tmp: refused with the reason, no file followed;
+#      lock and journal.tmp: refused with the reason, no file followed; a
+#      hard link planted as the journal refused, its file untouched (issue 25);
 #   2. journal keys that climb out of sysfs (pm_qos "0/../..") or name any
 #      directory (cpuset): refused before anything is written;
 #   4. leftover records that cannot be restored never stop placed from
@@ -71,6 +72,19 @@ run_rc nz "$placed" --foreground --dry-run --bus none --config "$T/etc/placed.co
 said "symbolic link"
 [ "$(cat "$T/victim")" = "$(printf 'precious\nlast line')" ] || fail "--dry-run cut the link's target"
 ok "links named journal and lock are never followed, --dry-run included"
+
+# --- 1b. a hard link planted as the journal (issue 25): loading would cut the
+# file's last line and restoring would empty it; it is refused, named, untouched
+mkdir "$T/jlink"
+ln "$T/victim" "$T/jlink/journal"
+run_rc nz restore "$T/jlink"
+said "\"$T/jlink/journal\" has 2 links, refusing to use it"
+[ "$(cat "$T/victim")" = "$(printf 'precious\nlast line')" ] || fail "--restore changed the file linked as the journal"
+run_rc nz "$placed" --foreground --dry-run --bus none --config "$T/etc/placed.conf" \
+    --profiles-dir "$profiles" --journal-dir "$T/jlink"
+said "\"$T/jlink/journal\" has 2 links, refusing to use it"
+[ "$(cat "$T/victim")" = "$(printf 'precious\nlast line')" ] || fail "placed changed the file linked as the journal"
+ok "a hard link planted as the journal is refused: $(grep -m1 'has 2 links' "$T/out" | sed 's/^<[0-9]>//')"
 
 # --- 2. keys that climb out of where they belong
 mkdir -p "$T/j2" "$T/x/power" "$T/cg/evil"
