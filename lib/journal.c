@@ -376,18 +376,29 @@ static int append_record(Journal *j, const char *type, const char *kind, const c
         return 0;
 }
 
-/* Appends a record and why to DIR/journal.failed, for a person to read. */
-static int set_aside(Journal *j, unsigned line, const char *text, const char *why) {
+/*
+ * Appends why and a record (len bytes, newline included) to
+ * DIR/journal.failed, for a person to read. The record is copied byte for
+ * byte, a NUL inside it too (the line says so above it), so what is set
+ * aside is the whole record as the journal held it; header and record go in
+ * one write.
+ */
+static int set_aside(Journal *j, unsigned line, const char *text, size_t len, const char *why) {
         _cleanup_close_ int fd = -1;
         int r = open_file(j, j->dir_fd, JOURNAL_FAILED_FILE, O_WRONLY | O_APPEND | O_CREAT, &fd);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *rec = NULL;
-        int n = line > 0 ? asprintf(&rec, "# journal line %u: %s\n%s", line, why, text)
-                         : asprintf(&rec, "# %s\n%s", why, text);
+        _cleanup_free_ char *head = NULL, *rec = NULL;
+        int n = line > 0 ? asprintf(&head, "# journal line %u: %s\n", line, why)
+                         : asprintf(&head, "# %s\n", why);
         if (n < 0)
                 return -ENOMEM;
-        r = write_all(j, fd, rec, (size_t)n);
+        rec = malloc((size_t)n + len);
+        if (!rec)
+                return -ENOMEM;
+        memcpy(rec, head, (size_t)n);
+        memcpy(rec + n, text, len);
+        r = write_all(j, fd, rec, (size_t)n + len);
         if (r >= 0 && j->opts.sync(fd) < 0)
                 r = negative_errno();
         return r;
@@ -472,9 +483,8 @@ static int journal_load(Journal *j) {
                 if (r == -ENOMEM || r == -E2BIG)
                         return r;
                 if (r < 0) {
-                        _cleanup_free_ char *text = NULL;
-                        bool aside = asprintf(&text, "%s\n", s) >= 0 &&
-                                     set_aside(j, lineno, text, why) >= 0;
+                        *nl = '\n'; /* the record whole, up to its newline */
+                        bool aside = set_aside(j, lineno, s, (size_t)(nl - s) + 1, why) >= 0;
                         report(j, (JournalReport){ .event = JOURNAL_EVENT_BAD_LINE,
                                                    .line = lineno,
                                                    .error = r,
@@ -718,12 +728,13 @@ static RestoreOutcome restore_one(const JournalEntry *e, const JournalKindOps *o
 /* Moves an unrestorable entry to journal.failed. Return: true if it may be dropped. */
 static bool entry_set_aside(Journal *j, const JournalEntry *e, int error, const char *why) {
         _cleanup_free_ char *text = NULL, *reason = NULL;
+        int n;
         if (asprintf(&reason, "%s%s%s", why, error < 0 ? ": " : "",
                      error < 0 ? strerror(-error) : "") < 0 ||
-            asprintf(&text, "ORIG\t%s\t%s\t%s\nSET\t%s\t%s\t%s\n", e->kind, e->key, e->original,
-                     e->kind, e->key, e->applied) < 0)
+            (n = asprintf(&text, "ORIG\t%s\t%s\t%s\nSET\t%s\t%s\t%s\n", e->kind, e->key,
+                          e->original, e->kind, e->key, e->applied)) < 0)
                 return false;
-        bool aside = set_aside(j, e->line, text, reason) >= 0;
+        bool aside = set_aside(j, e->line, text, (size_t)n, reason) >= 0;
         report(j, (JournalReport){ .event = JOURNAL_EVENT_SET_ASIDE,
                                    .line = e->line,
                                    .kind = e->kind,

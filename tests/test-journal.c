@@ -777,6 +777,46 @@ static void test_hard_links_refused(void **state) {
         assert_string_equal(text, precious);
 }
 
+/*
+ * Issue 25: journal.failed keeps a record with a NUL byte whole (it was cut at
+ * the NUL, so what followed it was lost), byte for byte as the journal held it.
+ */
+static void test_nul_record_set_aside_whole(void **state) {
+        Fixture *f = *state;
+        static const char journal[] = "ORIG\tfake\tgood\t0-3\n"
+                                      "SET\tfake\tgood\t5\0 and what follows the NUL\n"
+                                      "SET\tfake\tgood\t6\n";
+        static const char kept[] = "# journal line 2: a NUL byte inside the record\n"
+                                   "SET\tfake\tgood\t5\0 and what follows the NUL\n";
+        char path[256];
+        snprintf(path, sizeof(path), "%s/journal", f->dir);
+        FILE *fp = fopen(path, "we");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(journal, 1, sizeof(journal) - 1, fp), sizeof(journal) - 1);
+        assert_int_equal(fclose(fp), 0);
+
+        faults = (Faults){ .budget = -1 };
+        JournalOptions o = { .report = on_report, .userdata = &faults };
+        Journal *j = NULL;
+        assert_int_equal(journal_open_full(f->dir, &o, &j), 0);
+        assert_int_equal(faults.n_bad_lines, 1);
+        assert_int_equal(faults.last_line, 2);
+        assert_true(faults.last_set_aside);
+        const char *applied;
+        assert_int_equal(journal_get(j, "fake", "good", NULL, &applied), 0);
+        assert_string_equal(applied, "6");
+        journal_free(j);
+
+        snprintf(path, sizeof(path), "%s/journal.failed", f->dir);
+        fp = fopen(path, "re");
+        assert_non_null(fp);
+        char buf[512];
+        size_t n = fread(buf, 1, sizeof(buf), fp);
+        fclose(fp);
+        assert_int_equal(n, sizeof(kept) - 1);
+        assert_memory_equal(buf, kept, sizeof(kept) - 1);
+}
+
 static int all_gone_read(const char *key, char **ret, void *userdata) {
         return -ESRCH;
 }
@@ -840,6 +880,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_bad_records_reported_and_set_aside, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_hard_links_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_nul_record_set_aside_whole, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_linear_100k, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
