@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "config-internal.h"
@@ -388,13 +387,13 @@ static int config_open_file(ConfigLoader *l, const char *path, FILE **ret) {
                 config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot stat: %s", path, strerror(-r));
                 return r;
         }
-        bool dev_null = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
         if (S_ISDIR(st.st_mode)) {
                 config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: is a directory, not a file", path);
                 return -EISDIR;
         }
-        if (!S_ISREG(st.st_mode) && !dev_null) {
-                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: not a regular file", path);
+        if (!S_ISREG(st.st_mode) && !ini_line_is_dev_null(&st)) {
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: not a regular file (%s)", path,
+                                   ini_line_mode_kind(st.st_mode));
                 return -EINVAL;
         }
         if (st.st_size > CONFIG_FILE_MAX) {
@@ -537,14 +536,33 @@ static void strv_free(char **v, size_t n) {
         free(v);
 }
 
+static int strv_push(char ***v, size_t *n, size_t *allocated, const char *s) {
+        if (*n == *allocated) {
+                size_t a = *allocated ? *allocated * 2 : 16;
+                char **nv = reallocarray(*v, a, sizeof(**v));
+                if (!nv)
+                        return -ENOMEM;
+                *v = nv;
+                *allocated = a;
+        }
+        (*v)[*n] = strdup(s);
+        if (!(*v)[*n])
+                return -ENOMEM;
+        (*n)++;
+        return 0;
+}
+
 /*
- * Lists the names of the regular files DIR/ *.conf in strcmp() order (other
- * entries, such as a drop-in masked by a symlink to /dev/null, are skipped;
- * a directory is an error where dir_is_error: where a profile should be).
- * Return: 0 with *ret (NULL when the directory does not exist), or negative
- * errno after a diag.
+ * Lists the names of the regular files DIR/ *.conf in strcmp() order. A
+ * link to /dev/null masks a file of its name and is skipped quietly; any
+ * other entry that is not a regular file (a FIFO, a device, a socket, a
+ * directory, a dangling link) is skipped with a warning naming it and what
+ * it is, or, where strict (where a profile should be), is an error. Nothing
+ * is opened here (a FIFO would block); config_open_file() checks the file
+ * again once open. Return: 0 with *ret (NULL when the directory does not
+ * exist), or negative errno after a diag.
  */
-static int list_conf_files(ConfigLoader *l, const char *dir, bool dir_is_error, char ***ret,
+static int list_conf_files(ConfigLoader *l, const char *dir, bool strict, char ***ret,
                            size_t *ret_n) {
         DIR *d = opendir(dir);
         if (!d) {
@@ -559,57 +577,62 @@ static int list_conf_files(ConfigLoader *l, const char *dir, bool dir_is_error, 
                 return r;
         }
 
+        /* The names first, then the checks in name order: messages come out in that order. */
         char **v = NULL;
         size_t n = 0, allocated = 0;
         int r = 0;
         struct dirent *de;
-        while ((errno = 0, de = readdir(d))) {
+        while (r == 0 && (errno = 0, de = readdir(d))) {
                 size_t len = strlen(de->d_name);
-                struct stat st;
-                if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
-                        continue;
-                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-                        continue;
-                if (S_ISDIR(st.st_mode) && dir_is_error) {
-                        config_loader_diag(l, CONFIG_DIAG_ERROR,
-                                           "%s/%s: is a directory, not a file", dir, de->d_name);
-                        r = -EISDIR;
-                        break;
-                }
-                if (!S_ISREG(st.st_mode))
-                        continue; /* masked by a link to /dev/null, or a drop-in directory */
-                if (n == allocated) {
-                        size_t a = allocated ? allocated * 2 : 16;
-                        char **nv = reallocarray(v, a, sizeof(*v));
-                        if (!nv) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        v = nv;
-                        allocated = a;
-                }
-                v[n] = strdup(de->d_name);
-                if (!v[n]) {
-                        r = -ENOMEM;
-                        break;
-                }
-                n++;
+                if (len > 5 && strcmp(de->d_name + len - 5, ".conf") == 0)
+                        r = strv_push(&v, &n, &allocated, de->d_name);
         }
         if (r == 0 && errno != 0)
                 r = negative_errno();
-        closedir(d);
         if (r < 0) {
+                closedir(d);
                 strv_free(v, n);
-                if (r != -EISDIR)
-                        config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir,
-                                           strerror(-r));
+                config_loader_diag(l, CONFIG_DIAG_ERROR, "%s: cannot list: %s", dir, strerror(-r));
                 return r;
         }
-
         if (n > 0)
                 qsort(v, n, sizeof(*v), strcmp_ptr);
+
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) {
+                const char *what;
+                bool is_dir;
+                if (ini_line_entry_kind(dirfd(d), v[i], &what, &is_dir) > 0) {
+                        v[kept++] = v[i];
+                        continue;
+                }
+                if (what && strict && is_dir) {
+                        config_loader_diag(l, CONFIG_DIAG_ERROR,
+                                           "%s/%s: is a directory, not a file", dir, v[i]);
+                        r = -EISDIR;
+                } else if (what && strict) {
+                        config_loader_diag(l, CONFIG_DIAG_ERROR, "%s/%s: not a regular file (%s)",
+                                           dir, v[i], what);
+                        r = -EINVAL;
+                } else if (what)
+                        config_loader_diag(l, CONFIG_DIAG_WARNING,
+                                           "%s/%s: not a regular file (%s), skipped", dir, v[i],
+                                           what);
+                free(v[i]);
+                if (r < 0) {
+                        for (size_t k = i + 1; k < n; k++)
+                                free(v[k]);
+                        n = kept;
+                        break;
+                }
+        }
+        closedir(d);
+        if (r < 0) {
+                strv_free(v, kept);
+                return r;
+        }
         *ret = v;
-        *ret_n = n;
+        *ret_n = kept;
         return 0;
 }
 

@@ -5,12 +5,15 @@
  * counted (inih as Debian builds it passes no line numbers), leading white
  * space dropped (so an indented "key = value" is not taken for inih's
  * continuation of the previous value), and a line inih would cut or split
- * (a NUL byte, over-long) refused instead.
+ * (a NUL byte, over-long) refused instead. And what both say of a directory
+ * entry that is not a file to read (a FIFO, a device, a dangling link).
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 typedef struct IniLine {
         FILE *f;
@@ -32,3 +35,22 @@ typedef struct IniLine {
  * ends there.
  */
 char *ini_line_next(IniLine *in, size_t max_bytes, char *str, int num, char *why, size_t why_size);
+
+/*
+ * ini_line_entry_kind() - what DIR/name is, following symbolic links, for a
+ * loader that reads regular files only; nothing is opened (a FIFO would
+ * block).
+ *
+ * Return: 1 for a regular file; 0 for one not to read, with *ret_what in
+ * words ("a FIFO", "a character device", "a directory", "a dangling symbolic
+ * link", ...), or NULL where nothing need be said: /dev/null (a link to it
+ * masks a file of that name) and an entry gone since it was listed.
+ * *ret_is_dir tells a directory (may be NULL).
+ */
+int ini_line_entry_kind(int dir_fd, const char *name, const char **ret_what, bool *ret_is_dir);
+
+/* ini_line_mode_kind() - "a FIFO", "a directory", ... for st_mode; NULL for a regular file. */
+const char *ini_line_mode_kind(mode_t mode);
+
+/* ini_line_is_dev_null() - st is /dev/null, which reads as empty (a masked file). */
+bool ini_line_is_dev_null(const struct stat *st);

@@ -380,7 +380,6 @@ static void test_shipped_files_uncommented(void **state) {
 
 static void test_dropins(void **state) {
         TestDir *t = *state;
-        char sub[PATH_MAX];
         Config c;
 
         write_file(t->root, "placed.conf",
@@ -392,8 +391,6 @@ static void test_dropins(void **state) {
                    "[daemon]\ninterval_ms = 3000\n  dry_run = yes\nsample_period = 9\n");
         write_file(t->dropin_dir, "README", "not ini at all\n");       /* not *.conf */
         write_file(t->dropin_dir, "99-z.conf.bak", "[daemon]\nbad\n"); /* not *.conf */
-        xsprintf(sub, sizeof(sub), "%s/50-dir.conf", t->dropin_dir);
-        make_dir(sub); /* a directory is skipped */
 
         assert_int_equal(load(t, &c), 0);
         assert_int_equal(t->diags.n, 0);
@@ -409,7 +406,49 @@ static void test_dropins(void **state) {
         assert_int_equal(unlink(masked), 0);
         assert_int_equal(symlink("/dev/null", masked), 0);
         assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n, 0);
         assert_int_equal(c.interval_ms, 3000);
+        config_done(&c);
+}
+
+/*
+ * Issue 25: a drop-in that is not a regular file is skipped with a warning
+ * naming it and what it is (they were skipped without a word), in name
+ * order, and never opened (a FIFO would block); the rest still applies.
+ */
+static void test_dropins_not_regular(void **state) {
+        TestDir *t = *state;
+        char path[PATH_MAX];
+        Config c;
+
+        make_dir(t->dropin_dir);
+        write_file(t->dropin_dir, "10-a.conf", "[daemon]\ninterval_ms = 3000\n");
+        write_file(t->dropin_dir, "90-z.conf", "[daemon]\nsample_period = 9\n");
+        xsprintf(path, sizeof(path), "%s/20-fifo.conf", t->dropin_dir);
+        assert_int_equal(mkfifo(path, 0644), 0);
+        xsprintf(path, sizeof(path), "%s/30-dangling.conf", t->dropin_dir);
+        assert_int_equal(symlink("no-such-file", path), 0);
+        xsprintf(path, sizeof(path), "%s/40-zero.conf", t->dropin_dir);
+        assert_int_equal(symlink("/dev/zero", path), 0);
+        xsprintf(path, sizeof(path), "%s/50-dir.conf", t->dropin_dir);
+        make_dir(path);
+
+        assert_int_equal(load(t, &c), 0);
+        static const char *const want[] = {
+                "20-fifo.conf: not a regular file (a FIFO), skipped",
+                "30-dangling.conf: not a regular file (a dangling symbolic link), skipped",
+                "40-zero.conf: not a regular file (a character device), skipped",
+                "50-dir.conf: not a regular file (a directory), skipped",
+        };
+        assert_int_equal(t->diags.n_errors, 0);
+        assert_int_equal(t->diags.n_warnings, ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                char msg[PATH_MAX + 128];
+                xsprintf(msg, sizeof(msg), "%s/%s", t->dropin_dir, want[i]);
+                assert_string_equal(t->diags.msg[i], msg);
+        }
+        assert_int_equal(c.interval_ms, 3000);
+        assert_int_equal(c.sample_period, 9);
         config_done(&c);
 }
 
@@ -866,6 +905,45 @@ static void test_profile_is_directory(void **state) {
         assert_error(t, prefix, "is a directory");
 }
 
+/*
+ * Issue 25: so is a FIFO, a device or a dangling link where a profile should
+ * be, named as what it is: a FIFO profile chosen in placed.conf was "not
+ * found". The Config passed in is left as it was.
+ */
+static void test_profile_not_regular(void **state) {
+        TestDir *t = *state;
+        char path[PATH_MAX], want[PATH_MAX + 64];
+        Config c = { .interval_ms = 1234 };
+
+        write_file(t->root, "placed.conf", "[daemon]\nprofile = quiet\n");
+        make_dir(t->etc);
+        xsprintf(path, sizeof(path), "%s/quiet.conf", t->etc);
+        assert_int_equal(mkfifo(path, 0644), 0);
+        assert_int_equal(load(t, &c), -EINVAL);
+        xsprintf(want, sizeof(want), "%s: not a regular file (a FIFO)", path);
+        assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
+        assert_int_equal(t->diags.n_errors, 1);
+        assert_int_equal(c.interval_ms, 1234);
+
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("/dev/zero", path), 0);
+        assert_int_equal(load(t, &c), -EINVAL);
+        xsprintf(want, sizeof(want), "%s: not a regular file (a character device)", path);
+        assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
+
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("gone.conf", path), 0);
+        assert_int_equal(load(t, &c), -EINVAL);
+        xsprintf(want, sizeof(want), "%s: not a regular file (a dangling symbolic link)", path);
+        assert_string_equal(diags_first(&t->diags, CONFIG_DIAG_ERROR), want);
+
+        assert_int_equal(unlink(path), 0);
+        write_file(t->etc, "quiet.conf", "");
+        assert_int_equal(load(t, &c), 0);
+        assert_non_null(config_find_profile(&c, "quiet"));
+        config_done(&c);
+}
+
 /* ---- Rules (rules.d) ---- */
 
 static void test_rules(void **state) {
@@ -1091,6 +1169,8 @@ int main(void) {
                 T(test_exclude_as_rules),
                 T(test_nul_in_value),
                 T(test_profile_is_directory),
+                T(test_profile_not_regular),
+                T(test_dropins_not_regular),
                 T(test_shipped_files),
                 T(test_shipped_files_uncommented),
                 T(test_dropins),
