@@ -366,16 +366,21 @@ static int rf_check_rules(RulesFile *rf, unsigned first, RulesDiag diag, void *u
         return 0;
 }
 
-/* Opens a regular file (or /dev/null) of at most RULES_FILE_MAX bytes, as config.c does. */
-static int rules_open_file(const char *path, FILE **ret) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+/*
+ * Opens a regular file of at most RULES_FILE_MAX bytes, never through a link
+ * (rules_entry_check() resolved it), checked again once open: the entry may
+ * have changed since. O_NONBLOCK keeps the open from waiting on a FIFO.
+ */
+static int rules_open_file(const char *path, FILE **ret, const char **ret_what) {
+        _cleanup_close_ int fd =
+                open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+        if (!S_ISREG(st.st_mode)) {
+                *ret_what = ini_line_mode_kind(st.st_mode);
                 return -EINVAL;
+        }
         if (st.st_size > RULES_FILE_MAX)
                 return -EFBIG;
         int flags = fcntl(fd, F_GETFL);
@@ -389,12 +394,18 @@ static int rules_open_file(const char *path, FILE **ret) {
         return 0;
 }
 
-static int rules_load_file(const char *path, RuleSet *set, RulesDiag diag, void *userdata) {
+/* Reads the rules of path (named so in messages), opening open_path. */
+static int rules_load_file(const char *path, const char *open_path, RuleSet *set, RulesDiag diag,
+                           void *userdata) {
         RulesFile rf = { .path = path, .set = set };
         unsigned first = set->n_rules;
-        int r = rules_open_file(path, &rf.in.f);
+        const char *what = NULL;
+        int r = rules_open_file(open_path, &rf.in.f, &what);
         if (r < 0) {
-                diagf(diag, userdata, true, "%s: cannot read: %s", path, strerror(-r));
+                if (what)
+                        diagf(diag, userdata, true, "%s: not a regular file (%s)", path, what);
+                else
+                        diagf(diag, userdata, true, "%s: cannot read: %s", path, strerror(-r));
                 return r;
         }
         r = ini_parse_stream(rf_read_line, &rf, rf_handler, &rf);
@@ -422,6 +433,58 @@ static int strcmp_ptr(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* path lies below dir; both absolute and resolved (no "..", no links). */
+static bool path_is_below(const char *path, const char *dir) {
+        size_t n = strlen(dir);
+        return n == 1 || (strncmp(path, dir, n) == 0 && path[n] == '/');
+}
+
+/*
+ * Whether DIR/name (path) is a rules file to read: a regular file, or a
+ * symbolic link to one inside real_dir (rules.d resolved). A link that
+ * leads outside is refused, whatever it leads to, but /dev/null (a masked
+ * file): a rules file that is not one must never be read, lest an error
+ * quote its first word. Anything else that is not a regular file is
+ * skipped with a warning. Nothing is opened: a FIFO would block.
+ *
+ * Return: 1 with *ret_open, what to open (the link's target, resolved);
+ * 0 to skip it; -EPERM (after an error) for a link that leads outside;
+ * -ENOMEM.
+ */
+static int rules_entry_check(int dir_fd, const char *real_dir, const char *path, const char *name,
+                             RulesDiag diag, void *userdata, char **ret_open) {
+        _cleanup_free_ char *target = NULL;
+        struct stat st;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0; /* gone since readdir() */
+        if (S_ISLNK(st.st_mode)) {
+                target = realpath(path, NULL); /* NULL: leads nowhere, said below */
+                if (!target && errno == ENOMEM)
+                        return -ENOMEM;
+                if (target && !path_is_below(target, real_dir)) {
+                        if (stat(target, &st) < 0)
+                                return 0; /* gone meanwhile */
+                        if (ini_line_is_dev_null(&st))
+                                return 0;
+                        const char *kind = ini_line_mode_kind(st.st_mode);
+                        diagf(diag, userdata, true,
+                              "%s: a symbolic link to %s (%s) outside %s: refused, a rules file "
+                              "must be in the rules directory",
+                              path, target, kind ? kind : "a regular file", real_dir);
+                        return -EPERM;
+                }
+        }
+        const char *what;
+        if (ini_line_entry_kind(dir_fd, name, &what, NULL) <= 0) {
+                if (what)
+                        diagf(diag, userdata, false, "%s: not a regular file (%s), skipped", path,
+                              what);
+                return 0;
+        }
+        *ret_open = target ? TAKE_PTR(target) : strdup(path);
+        return *ret_open ? 1 : -ENOMEM;
+}
+
 int rules_load_dir(const char *dir, RuleSet *set, RulesDiag diag, void *userdata) {
         DIR *d = opendir(dir);
         if (!d) {
@@ -437,10 +500,8 @@ int rules_load_dir(const char *dir, RuleSet *set, RulesDiag diag, void *userdata
         struct dirent *de;
         while (r == 0 && (errno = 0, de = readdir(d))) {
                 size_t len = strlen(de->d_name);
-                struct stat st;
-                if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0 ||
-                    fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
-                        continue; /* also a file masked by a link to /dev/null */
+                if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
+                        continue;
                 char **nv = reallocarray(names, n + 1, sizeof(*names));
                 if (!nv || !(nv[n] = strdup(de->d_name)))
                         r = -ENOMEM;
@@ -451,18 +512,26 @@ int rules_load_dir(const char *dir, RuleSet *set, RulesDiag diag, void *userdata
         }
         if (r == 0 && errno != 0)
                 r = negative_errno();
-        closedir(d);
         if (r < 0)
                 diagf(diag, userdata, true, "%s: cannot list: %s", dir, strerror(-r));
+        _cleanup_free_ char *real_dir = NULL;
+        if (r >= 0 && n > 0 && !(real_dir = realpath(dir, NULL))) {
+                r = negative_errno();
+                diagf(diag, userdata, true, "%s: cannot resolve: %s", dir, strerror(-r));
+        }
         if (n > 0)
                 qsort(names, n, sizeof(*names), strcmp_ptr);
         for (size_t i = 0; i < n && r >= 0; i++) {
-                _cleanup_free_ char *path = NULL;
+                _cleanup_free_ char *path = NULL, *open_path = NULL;
                 if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
                         r = -ENOMEM;
                 else
-                        r = rules_load_file(path, set, diag, userdata);
+                        r = rules_entry_check(dirfd(d), real_dir, path, names[i], diag, userdata,
+                                              &open_path);
+                if (r > 0)
+                        r = rules_load_file(path, open_path, set, diag, userdata);
         }
+        closedir(d);
         for (size_t i = 0; i < n; i++)
                 free(names[i]);
         free(names);

@@ -114,10 +114,16 @@ typedef void (*RulesDiag)(void *userdata, bool error, const char *message);
 /*
  * rules_load_dir() - appends the rules of DIR/ *.conf (regular files, name
  * order) to set. A missing directory adds nothing. Each file is read with
- * inih; errors are "FILE:LINE: message" through diag.
- * Return: 0; -EINVAL on a syntax error or invalid rule; -ENOMEM; other
- * negative errno on I/O errors. On failure set may hold some of the rules
- * (the caller discards it).
+ * inih; errors are "FILE:LINE: message" through diag. A symbolic link is
+ * followed only to a regular file inside DIR; one that leads outside is an
+ * error ("FILE: a symbolic link to TARGET (a regular file) outside DIR:
+ * refused ..."; the target is never read), but a link to /dev/null, which
+ * masks a file of its name. Any other entry that is not a regular file
+ * (a FIFO, a device, a dangling link) is skipped with a warning
+ * ("FILE: not a regular file (a FIFO), skipped").
+ * Return: 0; -EINVAL on a syntax error or invalid rule; -EPERM for a link
+ * that leads outside DIR; -ENOMEM; other negative errno on I/O errors. On
+ * failure set may hold some of the rules (the caller discards it).
  */
 int rules_load_dir(const char *dir, RuleSet *set, RulesDiag diag, void *userdata);
 

@@ -1024,6 +1024,77 @@ static void test_rules(void **state) {
         config_done(&c);
 }
 
+/*
+ * Issue 25: what rules.d holds that is not a rules file. A FIFO and a
+ * dangling link are skipped with a warning (they were skipped without a
+ * word), a link to /dev/null masks quietly, a link inside rules.d to a
+ * regular file is read. A link that leads outside is refused and never
+ * read: one to /etc/shadow was read, and its error quoted the first word.
+ */
+static void test_rules_not_regular(void **state) {
+        TestDir *t = *state;
+        char path[PATH_MAX], want[3 * PATH_MAX], real_dir[PATH_MAX], secret[PATH_MAX];
+        Config c = { .interval_ms = 1234 };
+
+        make_dir(t->rules_dir);
+        assert_non_null(realpath(t->rules_dir, real_dir));
+        write_file(t->rules_dir, "10-a.conf", "[a]\ncomm = a\naction = ignore\n");
+        xsprintf(path, sizeof(path), "%s/20-fifo.conf", t->rules_dir);
+        assert_int_equal(mkfifo(path, 0644), 0);
+        xsprintf(path, sizeof(path), "%s/30-dangling.conf", t->rules_dir);
+        assert_int_equal(symlink("no-such-file", path), 0);
+        xsprintf(path, sizeof(path), "%s/40-masked.conf", t->rules_dir);
+        assert_int_equal(symlink("/dev/null", path), 0);
+        xsprintf(path, sizeof(path), "%s/shared", t->rules_dir);
+        make_dir(path);
+        write_file(path, "b.rules", "[b]\ncomm = b\naction = never-pack\n");
+        xsprintf(path, sizeof(path), "%s/50-inside.conf", t->rules_dir);
+        assert_int_equal(symlink("shared/b.rules", path), 0);
+
+        assert_int_equal(load(t, &c), 0);
+        assert_int_equal(t->diags.n_errors, 0);
+        assert_int_equal(t->diags.n_warnings, 2);
+        xsprintf(want, sizeof(want), "%s/20-fifo.conf: not a regular file (a FIFO), skipped",
+                 t->rules_dir);
+        assert_string_equal(t->diags.msg[0], want);
+        xsprintf(want, sizeof(want),
+                 "%s/30-dangling.conf: not a regular file (a dangling symbolic link), skipped",
+                 t->rules_dir);
+        assert_string_equal(t->diags.msg[1], want);
+        assert_int_equal(c.rules.n_rules, 2);
+        assert_string_equal(c.rules.rules[0].name, "a");
+        assert_string_equal(c.rules.rules[1].name, "b");
+        xsprintf(want, sizeof(want), "%s/50-inside.conf:1", t->rules_dir);
+        assert_string_equal(c.rules.rules[1].origin, want);
+        config_done(&c);
+
+        /* a link out of rules.d, to a secret or a device: refused, nothing quoted */
+        xsprintf(secret, sizeof(secret), "%s/shadow", t->root);
+        write_path(secret, "hunter2:$6$salt$hash:19000:0:99999:7:::\n");
+        xsprintf(path, sizeof(path), "%s/60-shadow.conf", t->rules_dir);
+        assert_int_equal(symlink(secret, path), 0);
+        c = (Config){ .interval_ms = 1234 };
+        assert_int_equal(load(t, &c), -EPERM);
+        assert_int_equal(c.interval_ms, 1234); /* untouched: a reload keeps what runs */
+        char real_secret[PATH_MAX];
+        assert_non_null(realpath(secret, real_secret));
+        xsprintf(want, sizeof(want),
+                 "%s/60-shadow.conf: a symbolic link to %s (a regular file) outside %s: refused",
+                 t->rules_dir, real_secret, real_dir);
+        assert_error(t, want, "");
+        for (unsigned i = 0; i < t->diags.n; i++)
+                assert_null(strstr(t->diags.msg[i], "hunter2"));
+
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("/dev/zero", path), 0);
+        assert_int_equal(load(t, &c), -EPERM);
+        xsprintf(want, sizeof(want),
+                 "%s/60-shadow.conf: a symbolic link to /dev/zero (a character device) outside",
+                 t->rules_dir);
+        assert_error(t, want, "");
+        assert_int_equal(unlink(path), 0);
+}
+
 /* The shipped example: no rule as shipped; each commented rule, uncommented, loads. */
 static void test_shipped_rules(void **state) {
         TestDir *t = *state;
@@ -1186,6 +1257,7 @@ int main(void) {
                 T(test_exclude_lists),
                 T(test_rules),
                 T(test_shipped_rules),
+                T(test_rules_not_regular),
 #undef T
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
