@@ -2,9 +2,17 @@
 /*
  * The event loop, and the only file that includes libevent.
  *
- * Sources are plain callbacks: the tick timer, signals (libevent turns them
- * into loop events, so handlers may do real work), readable fds of samplers
- * and the proc connector, the watchdog, and the sd-bus connection. sd-bus
+ * Sources are plain callbacks: the tick timer, signals, readable fds of
+ * samplers and the proc connector, the watchdog, and the sd-bus connection.
+ *
+ * Why signals come through a signalfd, not libevent's handlers: a handler
+ * exists only while its event does, so a SIGINT or SIGTERM that came before
+ * the loop was set up, or a second one after it was freed (during the rest
+ * of shutdown), met the default action and killed placed (exit 130 on
+ * SIGINT, after "Stopping."). A signal the loop watches is blocked for the
+ * rest of the process (main() blocks the daemon's before start-up): one
+ * that comes early waits for the loop, one that comes late is dropped at
+ * exit, and the callback runs in the loop, so it may do real work. sd-bus
  * tells us which fd, which poll events and which absolute timeout it wants;
  * since any callback may queue bus messages (a property change, a signal),
  * the bus event is re-armed after every callback, not only after its own.
@@ -15,9 +23,12 @@
 #include <event2/event.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "macro.h"
 
@@ -28,6 +39,7 @@ typedef struct LoopSource {
         struct event *ev;
         LoopCallback cb;
         void *userdata;
+        bool owns_fd; /* a signalfd, closed with the source */
 } LoopSource;
 
 struct Loop {
@@ -61,13 +73,27 @@ static void source_dispatch(evutil_socket_t fd, short what, void *arg) {
         bus_rearm(s->loop);
 }
 
-static int loop_add_source(Loop *l, int fd, short events, const struct timeval *tv, LoopCallback cb,
-                           void *userdata, LoopSource **ret) {
+/* Reads what the signalfd holds; standard signals do not queue, so one call covers them. */
+static void signal_dispatch(evutil_socket_t fd, short what, void *arg) {
+        LoopSource *s = ASSERT_PTR(arg);
+        struct signalfd_siginfo si;
+        bool any = false;
+        while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                any = true;
+        if (!any)
+                return;
+        s->cb(s->userdata);
+        bus_rearm(s->loop);
+}
+
+static int loop_add_source(Loop *l, int fd, short events, const struct timeval *tv,
+                           event_callback_fn dispatch, LoopCallback cb, void *userdata,
+                           LoopSource **ret) {
         if (l->n_sources >= LOOP_MAX_SOURCES)
                 return -E2BIG;
         LoopSource *s = &l->sources[l->n_sources];
         *s = (LoopSource){ .loop = l, .cb = cb, .userdata = userdata };
-        s->ev = event_new(l->base, fd, events, source_dispatch, s);
+        s->ev = event_new(l->base, fd, events, dispatch, s);
         if (!s->ev)
                 return -ENOMEM;
         if (event_add(s->ev, tv) < 0) {
@@ -99,9 +125,14 @@ Loop *loop_free(Loop *l) {
         loop_detach_bus(l);
         if (l->watchdog_ev)
                 event_free(l->watchdog_ev);
-        for (unsigned i = 0; i < l->n_sources; i++)
-                if (l->sources[i].ev)
-                        event_free(l->sources[i].ev);
+        for (unsigned i = 0; i < l->n_sources; i++) {
+                LoopSource *s = &l->sources[i];
+                if (!s->ev)
+                        continue;
+                if (s->owns_fd)
+                        close(event_get_fd(s->ev));
+                event_free(s->ev);
+        }
         event_base_free(l->base);
         free(l);
         return NULL;
@@ -110,7 +141,7 @@ Loop *loop_free(Loop *l) {
 int loop_add_timer(Loop *l, uint64_t interval_usec, LoopCallback cb, void *userdata) {
         struct timeval tv = timeval_from_usec(interval_usec);
         LoopSource *s;
-        int r = loop_add_source(l, -1, EV_PERSIST, &tv, cb, userdata, &s);
+        int r = loop_add_source(l, -1, EV_PERSIST, &tv, source_dispatch, cb, userdata, &s);
         if (r < 0)
                 return r;
         if (!l->tick)
@@ -127,17 +158,36 @@ int loop_set_tick_interval(Loop *l, uint64_t interval_usec) {
 }
 
 int loop_add_signal(Loop *l, int signo, LoopCallback cb, void *userdata) {
-        return loop_add_source(l, signo, EV_SIGNAL | EV_PERSIST, NULL, cb, userdata, NULL);
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, signo);
+        /* For good: see the top of the file. */
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return negative_errno();
+        int fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        LoopSource *s;
+        int r = loop_add_source(l, fd, EV_READ | EV_PERSIST, NULL, signal_dispatch, cb, userdata,
+                                &s);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        s->owns_fd = true;
+        return 0;
 }
 
 int loop_add_fd(Loop *l, int fd, LoopCallback cb, void *userdata) {
-        return loop_add_source(l, fd, EV_READ | EV_PERSIST, NULL, cb, userdata, NULL);
+        return loop_add_source(l, fd, EV_READ | EV_PERSIST, NULL, source_dispatch, cb, userdata,
+                               NULL);
 }
 
 int loop_remove_fd(Loop *l, int fd) {
         for (unsigned i = 0; i < l->n_sources; i++) {
                 struct event *ev = l->sources[i].ev;
-                if (!ev || !(event_get_events(ev) & EV_READ) || event_get_fd(ev) != fd)
+                if (!ev || l->sources[i].owns_fd || !(event_get_events(ev) & EV_READ) ||
+                    event_get_fd(ev) != fd)
                         continue;
                 event_free(ev);
                 /* The rest keep their slots: their events point at them. */

@@ -21,7 +21,11 @@ int loop_add_timer(Loop *l, uint64_t interval_usec, LoopCallback cb, void *userd
 /* Changes the period of the timer added first (the tick). */
 int loop_set_tick_interval(Loop *l, uint64_t interval_usec);
 
-/* Calls cb (in the loop, not in the handler) when signo arrives. */
+/*
+ * Calls cb in the loop when signo arrives, through a signalfd: signo is
+ * blocked from now on, for the rest of the process, so it never takes its
+ * default action (block it earlier for start-up, as main() does).
+ */
 int loop_add_signal(Loop *l, int signo, LoopCallback cb, void *userdata);
 
 /* Calls cb whenever fd is readable (a sampler, the proc connector ...). */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,9 +374,31 @@ static int restore(const Args *a) {
         return r;
 }
 
+/*
+ * The daemon's signals are blocked before anything is set up, for good; the
+ * loop reads them (loop_add_signal()). A SIGTERM or SIGINT during start-up
+ * then waits for the loop, which stops cleanly ("Stopping.", exit 0), and
+ * one during shutdown is dropped at exit. Left with the default action until
+ * the loop took them, they killed placed (exit 130 on SIGINT). The one-shot
+ * modes keep the default: Ctrl-C ends them.
+ */
+static int block_daemon_signals(void) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "Failed to block SIGTERM, SIGINT and SIGHUP: %m");
+        return 0;
+}
+
 static int run(const Args *a) {
+        int r = block_daemon_signals();
+        if (r < 0)
+                return r;
         Manager *m = NULL;
-        int r = manager_new(&a->opts, &m);
+        r = manager_new(&a->opts, &m);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m");
         r = manager_start(m);
