@@ -463,8 +463,11 @@ static void pipeline_sample_tasks(Pipeline *p) {
                         wake_graph_task_exit(p->graph, ids[i].tid);
                         continue;
                 }
-                (void)wake_graph_task_stats(p->graph, ids[i].tid, f->id.start_time, f->run_ns,
-                                            f->run_delay_ns, f->timeslices);
+                WakeTaskCounters c = { .run_ns = f->run_ns,
+                                       .run_delay_ns = f->run_delay_ns,
+                                       .timeslices = f->timeslices,
+                                       .io_bytes = f->io_bytes };
+                (void)wake_graph_task_stats(p->graph, ids[i].tid, f->id.start_time, &c);
                 if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
                         p->n_facts++;
         }

@@ -40,6 +40,8 @@ typedef struct Group {
         double handoff_rate;    /* the group's progress over the last tick, which a trial
                                    placement is judged by: its members' times on a CPU
                                    per second (hand-offs), wakeups/s where unknown */
+        double io_rate;         /* bytes/s its members moved through read and write
+                                   calls over the last tick (a stream's work); 0 unknown */
         CpuSet cpus;            /* CPUs its tasks are allowed on now */
         CpuSet ran_on;          /* CPUs its tasks ran on during the last tick */
 } Group;

@@ -543,6 +543,21 @@ static void task_exe(TaskFactsReader *r, TaskFacts *t) {
         };
 }
 
+/* The value of "KEY: N" in io's text, 0 when absent. */
+static uint64_t io_field(const char *text, const char *key) {
+        const char *p = strstr(text, key);
+        return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+/* t->io_bytes from PROCFS_ROOT/TGID/task/TID/io; 0 where the file is missing or unreadable. */
+static void task_io(TaskFactsReader *r, pid_t tgid, pid_t tid, TaskFacts *t) {
+        char buf[1024];
+        t->io_bytes = 0;
+        r->files_opened++;
+        if (read_task_file(r->procfs_root, tgid, tid, "io", buf, sizeof(buf)) >= 0)
+                t->io_bytes = io_field(buf, "rchar: ") + io_field(buf, "wchar: ");
+}
+
 static int read_cgroup_facts(TaskFactsReader *r, TaskFacts *t) {
         char buf[8192], cpuset_path[TASK_FACTS_PATH_MAX];
         r->files_opened++;
@@ -661,6 +676,7 @@ static int facts_from_kernel(TaskFactsReader *r, const WakeTaskView *k, TaskFact
         t->run_ns = in->run_ns;
         t->run_delay_ns = in->run_delay_ns;
         t->timeslices = in->pcount;
+        t->io_bytes = in->io_bytes;
         cpuset_zero(&t->allowed);
         for (unsigned w = 0; w < MIN(k->mask_words, (unsigned)CPUSET_WORDS); w++)
                 t->allowed.bits[w] = k->cpus_mask[w];
@@ -687,7 +703,7 @@ int task_facts_read(TaskFactsReader *r, pid_t tgid, pid_t tid, TaskFacts *ret) {
                         return -ESRCH; /* not a thread of that process (any more) */
                 return facts_from_kernel(r, &kt, ret);
         }
-        r->files_opened += 3;
+        r->files_opened += 3; /* stat, schedstat, status; the others count themselves */
 
         /* A TaskFacts is a few KiB: build it in place of the caller's only on success. */
         _cleanup_free_ TaskFacts *t = malloc(sizeof(*t));
@@ -708,6 +724,7 @@ int task_facts_read(TaskFactsReader *r, pid_t tgid, pid_t tid, TaskFacts *ret) {
                 k = read_cgroup_facts(r, t);
         if (k < 0)
                 return k == -EFBIG ? -EINVAL : k;
+        task_io(r, tgid, tid, t);
         task_exe(r, t);
         memcpy(ret, t, sizeof(*t));
         return 0;

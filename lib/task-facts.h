@@ -11,6 +11,8 @@
  *              thread), policy and RT priority, the CPU it last ran on
  *   schedstat  run time, run-queue delay, timeslices (no CONFIG_SCHEDSTATS needed)
  *   status     Tgid, Cpus_allowed_list (its affinity now)
+ *   io         rchar + wchar: bytes through read and write calls (0 when the
+ *              file is missing: a kernel without CONFIG_TASK_XACCT)
  *   cgroup     its cgroup: the unified "0::" entry, else the v1 cpuset entry
  *
  * and, under a cgroup root, the effective CPUs of its cpuset cgroup (v2
@@ -52,6 +54,7 @@ typedef struct TaskFacts {
         uint64_t run_ns;       /* schedstat: time on a CPU */
         uint64_t run_delay_ns; /* schedstat: time waiting on a run queue */
         uint64_t timeslices;   /* schedstat: times it ran */
+        uint64_t io_bytes;     /* io: rchar + wchar, bytes through read and write calls */
         CpuSet allowed;        /* Cpus_allowed_list: its affinity now */
         /* The effective CPUs of its cpuset cgroup; empty when unknown (no
          * cgroup root, or no cpuset file up to the root). */

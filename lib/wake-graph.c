@@ -49,6 +49,7 @@ typedef struct WgTask {
         bool have_delta; /* run time measured over a whole interval at least once */
         uint64_t run_ns, delay_ns, slices;                /* last cumulative values */
         uint64_t pend_run_ns, pend_delay_ns, pend_slices; /* growth since the last update */
+        uint64_t io_bytes, pend_io_bytes;                 /* bytes read and written, likewise */
         double out_rate, in_rate;                         /* wakeups/s, at the last update */
         uint64_t group_id;
 } WgTask;
@@ -268,8 +269,8 @@ int wake_graph_ingest(WakeGraph *g, const WakeBatch *b, uint64_t now_ns) {
         return 0;
 }
 
-int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, uint64_t run_ns,
-                          uint64_t run_delay_ns, uint64_t timeslices) {
+int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, const WakeTaskCounters *c) {
+        uint64_t run_ns = c->run_ns, run_delay_ns = c->run_delay_ns, timeslices = c->timeslices;
         uint32_t i;
         if (!u64map_get(g->by_tid, (uint64_t)tid, &i))
                 return 0;
@@ -285,8 +286,10 @@ int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, uint64_t
                 t->pend_run_ns += run_ns - t->run_ns;
                 t->pend_delay_ns += run_delay_ns - t->delay_ns;
                 t->pend_slices += timeslices - t->slices;
+                t->pend_io_bytes += c->io_bytes >= t->io_bytes ? c->io_bytes - t->io_bytes : 0;
                 t->have_delta = true;
         }
+        t->io_bytes = c->io_bytes;
         t->run_ns = run_ns;
         t->delay_ns = run_delay_ns;
         t->slices = timeslices;
@@ -638,7 +641,7 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                         group_array_free(groups, c);
                         return -ENOMEM;
                 }
-                uint64_t run_ns = 0, delay_ns = 0, slices = 0;
+                uint64_t run_ns = 0, delay_ns = 0, slices = 0, io_bytes = 0;
                 unsigned n = 0;
                 bool measured = true;
                 if (comp->class == GROUP_FANOUT)
@@ -648,6 +651,7 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                         run_ns += t->pend_run_ns;
                         delay_ns += t->pend_delay_ns;
                         slices += t->pend_slices;
+                        io_bytes += t->pend_io_bytes;
                         measured = measured && t->have_delta;
                         if (comp->class != GROUP_FANOUT ||
                             s->members[comp->first + k] != comp->master)
@@ -675,6 +679,7 @@ static int build_groups(WakeGraph *g, WgScratch *s, uint64_t dt_ns, Group **ret,
                  * counts are not known. */
                 out->handoff_rate = slices && measured ? (double)slices * 1e9 / (double)dt_ns
                                                        : comp->intra_tick_rate;
+                out->io_rate = (double)io_bytes * 1e9 / (double)dt_ns;
                 out->unmeasured = !measured;
         }
         qsort(groups, s->n_comps, sizeof(Group), cmp_group_id);
@@ -690,6 +695,7 @@ static int remember_groups(WakeGraph *g, const WgScratch *s) {
                 uint32_t c = s->comp_of[i];
                 g->tasks[i].group_id = c == UINT32_MAX ? 0 : s->comps[c].id;
                 g->tasks[i].pend_run_ns = g->tasks[i].pend_delay_ns = g->tasks[i].pend_slices = 0;
+                g->tasks[i].pend_io_bytes = 0;
         }
         for (uint32_t c = 0; c < s->n_comps; c++)
                 if (u64map_put(g->prev_size, s->comps[c].id, s->comps[c].n) < 0)

@@ -86,16 +86,23 @@ typedef struct WakeGraphIngested {
 
 void wake_graph_ingested(const WakeGraph *g, WakeGraphIngested *ret);
 
+/* A task's cumulative counters, as its facts say them (task-facts.h). */
+typedef struct WakeTaskCounters {
+        uint64_t run_ns;       /* schedstat: time on a CPU */
+        uint64_t run_delay_ns; /* schedstat: time waiting for one */
+        uint64_t timeslices;   /* schedstat: times it ran */
+        uint64_t io_bytes;     /* bytes through read and write calls (rchar + wchar); 0 unknown */
+} WakeTaskCounters;
+
 /*
- * wake_graph_task_stats() - cumulative schedstat counters of a known task
- * (run time and run-queue delay, ns). The model uses their growth since the
- * previous call. start_time non-zero fills in or checks the identity.
+ * wake_graph_task_stats() - cumulative counters of a known task. The model
+ * uses their growth since the previous call. start_time non-zero fills in
+ * or checks the identity.
  *
  * Return: 1 recorded, 0 unknown TID (or a different start_time: the old
  * task is dropped), -ENOMEM.
  */
-int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, uint64_t run_ns,
-                          uint64_t run_delay_ns, uint64_t timeslices);
+int wake_graph_task_stats(WakeGraph *g, pid_t tid, uint64_t start_time, const WakeTaskCounters *c);
 
 /* wake_graph_task_exit() - forget tid now. Return: 1 removed, 0 unknown. */
 int wake_graph_task_exit(WakeGraph *g, pid_t tid);

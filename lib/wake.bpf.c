@@ -237,8 +237,14 @@ struct thread_info {
         unsigned int cpu; /* where the task's CPU lives on some kernels (x86 since 6.?) */
 } __attribute__((preserve_access_index));
 
+struct task_io_accounting {
+        __u64 rchar;
+        __u64 wchar;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
         struct thread_info thread_info;
+        struct task_io_accounting ioac;
         unsigned int __state;
         unsigned int flags;
         int cpu;
@@ -673,6 +679,9 @@ static __always_inline void task_sched_facts(struct task_struct *t, struct wake_
                 r->cpu = (__s32)t->thread_info.cpu;
         else
                 r->cpu = -1;
+        /* /proc/TID/io's rchar + wchar (CONFIG_TASK_XACCT): what a stream moves. */
+        if (bpf_core_field_exists(t->ioac))
+                r->io_bytes = t->ioac.rchar + t->ioac.wchar;
         r->run_ns = t->se.sum_exec_runtime;
         r->run_delay_ns = t->sched_info.run_delay;
         r->pcount = t->sched_info.pcount;

@@ -131,6 +131,7 @@ struct wake_task_info {
         __u64 cgroup_id;        /* its cgroup in the unified hierarchy (kernfs id) */
         __u64 cpuset_cgroup_id; /* the cgroup of its cpuset controller; 0 = none */
         __u64 leader_start_ns;  /* its process's: the group leader's start_boottime */
+        __u64 io_bytes;         /* ioac.rchar + ioac.wchar: bytes through read/write calls */
         __u32 tid;
         __u32 tgid;
         __u32 ppid;       /* its parent process, as stat's field 4 */

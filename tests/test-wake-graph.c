@@ -410,8 +410,16 @@ static void test_tid_reuse(void **state) {
         assert_null(find_group_with(s, 102));
 
         /* a stats reading with another start time also replaces the task */
-        assert_int_equal(wake_graph_task_stats(s->graph, 101, 5000, 10, 10, 1), 1);
-        assert_int_equal(wake_graph_task_stats(s->graph, 101, 6000, 10, 10, 1), 0);
+        assert_int_equal(
+                wake_graph_task_stats(
+                        s->graph, 101, 5000,
+                        &(WakeTaskCounters){ .run_ns = 10, .run_delay_ns = 10, .timeslices = 1 }),
+                1);
+        assert_int_equal(
+                wake_graph_task_stats(
+                        s->graph, 101, 6000,
+                        &(WakeTaskCounters){ .run_ns = 10, .run_delay_ns = 10, .timeslices = 1 }),
+                0);
         assert_int_equal(wake_graph_get_task(s->graph, 101, s->now_ns, &t), 0);
         sim_free(s);
 }
@@ -460,7 +468,7 @@ static void test_util_and_delay(void **state) {
         Sim *s = sim_new(NULL);
         tick_pair(s, 101, 102, 1000);
         sim_tick(s);
-        uint64_t run = 0, delay = 0, slices = 0, delay2 = 0;
+        uint64_t run = 0, delay = 0, slices = 0, delay2 = 0, io = 0;
         for (int tick = 0; tick < 3; tick++) {
                 /* each task: 0.6 s of CPU per 1 s tick; 101 waits 2 ms over
                  * 1000 schedulings (2 us each), 102 waits 8 ms over 250 (32 us) */
@@ -468,11 +476,25 @@ static void test_util_and_delay(void **state) {
                 delay += 2 * 1000000ULL;
                 delay2 += 8 * 1000000ULL;
                 slices += 1000;
+                io += 3000000; /* 101 moves 3 MB a tick through read and write, 102 none */
                 tick_pair(s, 101, 102, 1000);
-                assert_int_equal(wake_graph_task_stats(s->graph, 101, 0, run, delay, slices), 1);
-                assert_int_equal(wake_graph_task_stats(s->graph, 102, 0, run, delay2, slices / 4),
+                assert_int_equal(wake_graph_task_stats(s->graph, 101, 0,
+                                                       &(WakeTaskCounters){ .run_ns = run,
+                                                                            .run_delay_ns = delay,
+                                                                            .timeslices = slices,
+                                                                            .io_bytes = io }),
                                  1);
-                assert_int_equal(wake_graph_task_stats(s->graph, 999, 0, run, delay, slices), 0);
+                assert_int_equal(
+                        wake_graph_task_stats(s->graph, 102, 0,
+                                              &(WakeTaskCounters){ .run_ns = run,
+                                                                   .run_delay_ns = delay2,
+                                                                   .timeslices = slices / 4 }),
+                        1);
+                assert_int_equal(wake_graph_task_stats(s->graph, 999, 0,
+                                                       &(WakeTaskCounters){ .run_ns = run,
+                                                                            .run_delay_ns = delay,
+                                                                            .timeslices = slices }),
+                                 0);
                 sim_tick(s);
                 const Group *g = assert_group(s, 101, 102, GROUP_PAIR);
                 /* The first reading is only a baseline: zero run time then
@@ -485,6 +507,8 @@ static void test_util_and_delay(void **state) {
                 assert_int_equal(g->runq_delay_us, 8);
                 /* 10 ms of waiting in a 1 s tick: a hundredth of a task waited */
                 assert_true(g->runq_wait > 0.0099 && g->runq_wait < 0.0101);
+                /* Its bytes over the tick, not since the start. */
+                assert_true(g->io_rate > 2.99e6 && g->io_rate < 3.01e6);
         }
         sim_free(s);
 }

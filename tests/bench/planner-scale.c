@@ -290,8 +290,11 @@ int main(int argc, char *argv[]) {
                         return 1;
                 for (unsigned i = 0; i < n_tasks; i++)
                         (void)wake_graph_task_stats(
-                                g, 1000 + (pid_t)i, 1, (uint64_t)(tick + 1) * 20000000ULL,
-                                (uint64_t)(tick + 1) * 100000ULL, (uint64_t)(tick + 1) * 100);
+                                g, 1000 + (pid_t)i, 1,
+                                &(WakeTaskCounters){ .run_ns = (uint64_t)(tick + 1) * 20000000ULL,
+                                                     .run_delay_ns =
+                                                             (uint64_t)(tick + 1) * 100000ULL,
+                                                     .timeslices = (uint64_t)(tick + 1) * 100 });
                 group_array_free(groups, n_groups);
                 uint64_t start = now_ns();
                 if (wake_graph_update(g, now, &groups, &n_groups) < 0)
