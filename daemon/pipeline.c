@@ -893,11 +893,22 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
         }
 }
 
-/* Whether a group waits to be measured, or a placement is on trial (and not advised only). */
-static bool pipeline_quick_wanted(const Plan *plan, bool advise) {
-        for (unsigned i = 0; i < plan->n_groups; i++) {
-                const PlanGroup *pg = &plan->groups[i];
-                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING))
+/*
+ * Wakeups a second under which a group is not worth quick ticks: packing a
+ * pair saves it a cross-CPU wakeup and an idle exit per hand-off, some
+ * microseconds; under a thousand a second that is under 1% of a CPU, which
+ * a second's wait for the next regular tick does not lose, while quick ticks
+ * for thousands of such light groups (a server's connection pool) would cost
+ * placed several times its regular ticks.
+ */
+#define PIPELINE_QUICK_MIN_RATE 1000.0
+
+/* Whether a busy enough group waits to be measured, or is on trial (and not advised only). */
+static bool pipeline_quick_wanted(const Group *groups, unsigned n, const Plan *plan, bool advise) {
+        for (unsigned i = 0; i < n; i++) {
+                const PlanGroup *pg = plan_find_group(plan, groups[i].id);
+                if (pg && (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
+                    MAX(groups[i].wake_rate, groups[i].handoff_rate) >= PIPELINE_QUICK_MIN_RATE)
                         return true;
         }
         return false;
@@ -1038,7 +1049,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_apply(p, env, groups, n, plan);
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
-        bool quick_wanted = pipeline_quick_wanted(plan, env->advise);
+        bool quick_wanted = pipeline_quick_wanted(groups, n, plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
         pipeline_stage_done(stage_usec, TICK_STAGE_APPLY, &mark);
