@@ -18,11 +18,30 @@ const GroupRule *policy_group_rule(const Ctx *c, unsigned i) {
         return gr && gr->action != RULE_ACTION_NONE ? gr : NULL;
 }
 
-static int group_index(const PolicyInput *in, uint64_t id) {
-        for (unsigned i = 0; i < in->n_groups; i++)
-                if (in->groups[i].id == id)
-                        return (int)i;
-        return -1;
+/* A group's id and its index in the input, sorted by id then index. */
+typedef struct GroupIndex {
+        uint64_t id;
+        unsigned i;
+} GroupIndex;
+
+static int group_index_cmp(const void *x, const void *y) {
+        const GroupIndex *a = x, *b = y;
+        if (a->id != b->id)
+                return a->id < b->id ? -1 : 1;
+        return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Return: the first index of group id in the input, or -1. */
+static int group_index(const GroupIndex *ix, unsigned n, uint64_t id) {
+        unsigned lo = 0, hi = n;
+        while (lo < hi) {
+                unsigned mid = lo + (hi - lo) / 2;
+                if (ix[mid].id < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < n && ix[lo].id == id ? (int)ix[lo].i : -1;
 }
 
 static int joint_find(int *parent, int i) {
@@ -34,7 +53,9 @@ static int joint_find(int *parent, int i) {
 /*
  * Union-find over the pack-with links: each set is named by its lowest
  * index. A link to a group that is not in the input is dropped, and a
- * group alone in its set has none (-1).
+ * group alone in its set has none (-1). Partners are found through an
+ * index sorted by id, and each set's members are linked in index order,
+ * so a set is read without a scan of every group (issue 25).
  */
 int policy_rules_init(Ctx *c) {
         const PolicyInput *in = c->in;
@@ -50,21 +71,36 @@ int policy_rules_init(Ctx *c) {
         c->joint_placed = calloc(n ? n : 1, sizeof(PlanGroup *));
         if (!c->joint_placed)
                 return -ENOMEM;
+        c->joint_next = calloc(n ? n : 1, sizeof(int));
+        if (!c->joint_next)
+                return -ENOMEM;
+        c->joint_latency = calloc(n ? n : 1, sizeof(bool));
+        if (!c->joint_latency)
+                return -ENOMEM;
+        _cleanup_free_ GroupIndex *ix = calloc(n ? n : 1, sizeof(GroupIndex));
+        if (!ix)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++)
+                ix[i] = (GroupIndex){ .id = in->groups[i].id, .i = i };
+        qsort(ix, n, sizeof(GroupIndex), group_index_cmp);
         for (unsigned i = 0; i < n; i++)
                 c->joint[i] = (int)i;
         for (unsigned i = 0; i < n; i++) {
                 const GroupRule *gr = policy_group_rule(c, i);
                 if (!gr || gr->action != RULE_ACTION_PACK_WITH || !gr->has_partner_group)
                         continue;
-                int j = group_index(in, gr->partner_group);
+                int j = group_index(ix, n, gr->partner_group);
                 if (j < 0)
                         continue;
                 int a = joint_find(c->joint, (int)i), b = joint_find(c->joint, j);
                 if (a != b)
                         c->joint[MAX(a, b)] = MIN(a, b);
         }
-        unsigned *size = calloc(n ? n : 1, sizeof(unsigned));
+        _cleanup_free_ unsigned *size = calloc(n ? n : 1, sizeof(unsigned));
         if (!size)
+                return -ENOMEM;
+        _cleanup_free_ int *last = calloc(n ? n : 1, sizeof(int)); /* each set's last member */
+        if (!last)
                 return -ENOMEM;
         for (unsigned i = 0; i < n; i++)
                 size[joint_find(c->joint, (int)i)]++;
@@ -72,22 +108,36 @@ int policy_rules_init(Ctx *c) {
                 int root = joint_find(c->joint, (int)i);
                 c->joint[i] = size[root] > 1 ? root : -1;
         }
-        free(size);
+        for (unsigned i = 0; i < n; i++) {
+                c->joint_next[i] = -1;
+                last[i] = -1;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                int root = c->joint[i];
+                if (root < 0)
+                        continue;
+                if (last[root] >= 0)
+                        c->joint_next[last[root]] = (int)i;
+                last[root] = (int)i;
+                const GroupRule *gr = policy_group_rule(c, i);
+                if (gr && gr->action == RULE_ACTION_LATENCY_CRITICAL)
+                        c->joint_latency[root] = true;
+        }
         return 0;
 }
 
 void policy_rules_done(Ctx *c) {
         free(c->joint);
+        free(c->joint_next);
+        free(c->joint_latency);
         free(c->joint_placed);
 }
 
 void policy_joint_group(const Ctx *c, unsigned i, Group *ret) {
         const PolicyInput *in = c->in;
         *ret = (Group){ .id = in->groups[i].id, .class = GROUP_MESH };
-        for (unsigned k = 0; k < in->n_groups; k++) {
+        for (int k = c->joint[i]; k >= 0; k = c->joint_next[k]) {
                 const Group *g = &in->groups[k];
-                if (c->joint[k] != c->joint[i])
-                        continue;
                 ret->n_tasks += g->n_tasks;
                 ret->util += g->util;
                 ret->runq_wait += g->runq_wait;
