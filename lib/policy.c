@@ -38,7 +38,10 @@
  * for the profile than left to the kernel, else handed back with a back-off.
  * So a pair is tried wherever a CPU has room for half its spread run time,
  * unless its two tasks clearly ran at once (a stream), and power-first packs
- * pairs into the consolidated units like everything else.
+ * pairs into the consolidated units like everything else. That half is a
+ * bet on what packing saves, one per pair: a group placed earlier in the
+ * plan counts at its full need, so two pairs share a CPU past its capacity
+ * only when no CPU has room for them whole.
  */
 #include "policy.h"
 
@@ -104,6 +107,16 @@ static bool pair_fits(const Ctx *c, int cpu, double need, double fit) {
         return !(policy_cpu_load(c, cpu) + fit > 1.0 + 1e-9);
 }
 
+/* Whether a group placed earlier in this plan holds cpu, and need on top overfills it. */
+static bool pair_stacks(const Ctx *c, int cpu, double need) {
+        return c->claim[cpu] > POLICY_CLAIM_EPS && policy_cpu_load(c, cpu) + need > 1.0 + 1e-9;
+}
+
+/* pair_fits(), and no stack past the CPU's capacity with groups placed before it. */
+static bool pair_fits_unstacked(const Ctx *c, int cpu, double need, double fit) {
+        return pair_fits(c, cpu, need, fit) && !pair_stacks(c, cpu, need);
+}
+
 /* Consolidating: whether need fits cpu within cap. */
 static bool pair_fits_within(const Ctx *c, int cpu, double need, double cap) {
         return !(policy_cpu_load(c, cpu) + need > cap + 1e-9);
@@ -134,11 +147,40 @@ static int pick_cpu_scan(const Ctx *c, const CpuSet *cand, CpuFits fits, double 
         return best;
 }
 
-/* The least loaded CPU of cand that has room for the pair; prefer keeps ties. */
-static int pick_cpu(const Ctx *c, const CpuSet *cand, double need, double fit, int prefer) {
+/* The least loaded CPU of cand where the pair fits; prefer keeps ties. */
+static int pick_cpu(const Ctx *c, const CpuSet *cand, CpuFits fits, double need, double fit,
+                    int prefer) {
         if (c->n_classes > 0 && cpuset_count(cand) > PICK_SCAN_MAX)
-                return policy_load_pick_least(c, cand, need, fit, prefer, pair_fits);
-        return pick_cpu_scan(c, cand, pair_fits, need, fit, prefer, false);
+                return policy_load_pick_least(c, cand, need, fit, prefer, fits);
+        return pick_cpu_scan(c, cand, fits, need, fit, prefer, false);
+}
+
+/*
+ * Where a pair is tried: the least loaded CPU it ran on with room, else the
+ * least loaded allowed one. Groups placed earlier in the plan count at their
+ * full need: a CPU one of them holds takes the pair only where both fit
+ * whole, and only when no CPU has room that way do they share one past its
+ * capacity (the trial judges it). Two pairs the kernel had packed on one CPU
+ * (0.69 and 0.43 of it) went back there together while 249 CPUs were idle.
+ * Return: the CPU or -1; *ret_room whether it has room for both whole.
+ */
+static int pick_pair_cpu(const Ctx *c, const Group *g, const CpuSet *allowed, double need,
+                         double fit, int prefer, bool *ret_room) {
+        CpuSet cand;
+        cpuset_and(&cand, &g->ran_on, allowed);
+        bool none = cpuset_is_empty(&cand);
+        CpuFits checks[2] = { pair_fits_unstacked, pair_fits };
+        for (unsigned k = 0; k < 2; k++) {
+                int cpu = pick_cpu(c, none ? allowed : &cand, checks[k], need, fit, prefer);
+                if (cpu < 0 && !none)
+                        cpu = pick_cpu(c, allowed, checks[k], need, fit, prefer);
+                if (cpu >= 0) {
+                        *ret_room = k == 0;
+                        return cpu;
+                }
+        }
+        *ret_room = false;
+        return -1;
 }
 
 /* The masks a pair widens through, narrowest first. Return: how many. */
@@ -208,16 +250,14 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
         int cpu = c->consolidate ? pick_cpu_consolidated(c, allowed, need, prev_cpu) : -1;
         bool consolidated = cpu >= 0;
         if (!consolidated) {
-                CpuSet cand;
-                cpuset_and(&cand, &g->ran_on, allowed);
-                bool none = cpuset_is_empty(&cand);
-                cpu = pick_cpu(c, none ? allowed : &cand, need, fit, prev_cpu);
-                if (cpu < 0 && !none)
-                        cpu = pick_cpu(c, allowed, need, fit, prev_cpu);
-                /* Stay unless the move gains min_gain_pct of a CPU. */
+                bool room;
+                cpu = pick_pair_cpu(c, g, allowed, need, fit, prev_cpu, &room);
+                /* Stay unless the move gains min_gain_pct of a CPU, or the CPU it
+                 * is on is stacked past capacity and another has room. */
                 if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
                     (cpu < 0 || (policy_cpu_load(c, prev_cpu) - policy_cpu_load(c, cpu)) * 100 <
-                                        c->p->min_gain_pct))
+                                        c->p->min_gain_pct) &&
+                    !(room && pair_stacks(c, prev_cpu, need)))
                         cpu = prev_cpu;
         }
         if (cpu < 0) {

@@ -800,6 +800,82 @@ static void test_pairs_do_not_share_a_full_cpu(void **state) {
         scenario_done(&s);
 }
 
+/*
+ * Issue 23: on a 250-CPU machine at 15% load, two pairs that both ran on
+ * CPU 15 (0.69 and 0.43 of a CPU; the kernel packed them there) were both
+ * placed on it: the second one's check asked for half its need free, and
+ * 0.69 + 0.215 fits. Groups placed earlier in the plan count at their full
+ * need: the second goes where it has room, as before the trials.
+ */
+static Topology *uniform_250(void) {
+        Topology *t = NULL;
+        assert_int_equal(topo_new_uniform(2, 5, 25, 1, &t), 0);
+        assert_int_equal(cpuset_count(&t->online), 250);
+        return t;
+}
+
+static void test_pairs_do_not_stack_past_capacity(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        memset(&s, 0, sizeof(s));
+        s.t = uniform_250();
+        s.loads = calloc(s.t->n_cpus, sizeof(CpuLoad));
+        assert_non_null(s.loads);
+        for (unsigned c = 0; c < s.t->n_cpus; c++)
+                s.loads[c].busy = 0.15;
+        s.next_id = 100;
+        CpuSet fifteen = set_of("15");
+        Group *a = add_group(&s, GROUP_PAIR, 2, 0.69, &fifteen);
+        Group *b = add_group(&s, GROUP_PAIR, 2, 0.43, &fifteen);
+        assert_true(s.loads[15].busy >= 1.0); /* 0.15 + 0.69 + 0.43, capped */
+
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        const PlanGroup *pa = pg_of(plan, a), *pb = pg_of(plan, b);
+        assert_true(pa->managed);
+        assert_true(pb->managed);
+        assert_int_equal(cpuset_count(&pa->cpus), 1);
+        assert_int_equal(cpuset_count(&pb->cpus), 1);
+        assert_true(cpuset_isset(&pa->cpus, 15)); /* the first stays where it ran */
+        assert_false(cpuset_intersects(&pa->cpus, &pb->cpus));
+        plan_free(plan);
+
+        /* Both placed on CPU 15 by an earlier plan: past the dwell, the second moves. */
+        Plan *stacked = decide(&s, &p, NULL, SEC_NS);
+        PlanGroup *sb = (PlanGroup *)plan_find_group(stacked, b->id);
+        sb->cpus = fifteen;
+        sb->trial.verdict = TRIAL_KEPT;
+        stacked->groups[0].trial.verdict = TRIAL_KEPT;
+        plan = decide(&s, &p, stacked, 60 * SEC_NS);
+        pa = pg_of(plan, a);
+        pb = pg_of(plan, b);
+        assert_true(pa->managed && pb->managed);
+        assert_true(cpuset_isset(&pa->cpus, 15));
+        assert_false(cpuset_intersects(&pa->cpus, &pb->cpus));
+        plan_free(plan);
+        plan_free(stacked);
+
+        /* Lighter pairs that fit together still share the CPU they ran on. */
+        a->util = 0.3;
+        b->util = 0.25;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(cpuset_isset(&pg_of(plan, a)->cpus, 15));
+        assert_true(cpuset_isset(&pg_of(plan, b)->cpus, 15));
+        plan_free(plan);
+        scenario_done(&s);
+
+        /* With no room elsewhere they may still share: the trial judges it. */
+        scenario_init(&s, "topo-vm2", 0.0);
+        CpuSet zero = set_of("0");
+        a = add_group(&s, GROUP_PAIR, 2, 0.69, &zero);
+        b = add_group(&s, GROUP_PAIR, 2, 0.43, &zero);
+        s.loads[1].busy = 0.9;
+        plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(cpuset_equal(&pg_of(plan, a)->cpus, &zero));
+        assert_true(cpuset_equal(&pg_of(plan, b)->cpus, &zero));
+        plan_free(plan);
+        scenario_done(&s);
+}
+
 /* ---- hysteresis and feedback ---- */
 
 static void test_dwell_and_gain(void **state) {
@@ -1487,6 +1563,7 @@ int main(void) {
                 cmocka_unit_test(test_power_first_consolidates_pairs),
                 cmocka_unit_test(test_pair_same_core_smt),
                 cmocka_unit_test(test_pairs_do_not_share_a_full_cpu),
+                cmocka_unit_test(test_pairs_do_not_stack_past_capacity),
                 cmocka_unit_test(test_dwell_and_gain),
                 cmocka_unit_test(test_feedback_widens_next_tick),
                 cmocka_unit_test(test_mesh_homes_distinct_or_packed),
