@@ -95,6 +95,7 @@ typedef struct PlanGroup {
         int home;       /* LLC (or core, on one-LLC machines) the group is anchored on; -1 none */
         unsigned widen; /* feedback steps taken: each widens the mask one level */
         uint64_t since_ns;      /* when this decision was made (dwell) */
+        uint64_t seen_ns;       /* when the policy first saw the group */
         bool waiting;           /* left alone until measured: no dwell, decided afresh next tick */
         PlanTrial trial;        /* the measured outcome of placing it */
         RuleAction rule_action; /* what the rule that decided said; NONE: no rule */

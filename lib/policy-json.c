@@ -67,6 +67,7 @@ static json_object *plan_group_to_json(const PlanGroup *g) {
         json_object_object_add(o, "home", json_object_new_int(g->home));
         json_object_object_add(o, "widen", json_object_new_int((int)g->widen));
         json_object_object_add(o, "since_ns", json_object_new_uint64(g->since_ns));
+        json_object_object_add(o, "seen_ns", json_object_new_uint64(g->seen_ns));
         if (g->waiting)
                 json_object_object_add(o, "waiting", json_object_new_boolean(true));
         if (g->rule_action != RULE_ACTION_NONE) {
@@ -213,6 +214,7 @@ static int plan_group_from_json(json_object *o, PlanGroup *g) {
         (void)get_u64(o, "widen", &widen);
         g->widen = (unsigned)widen;
         (void)get_u64(o, "since_ns", &g->since_ns);
+        (void)get_u64(o, "seen_ns", &g->seen_ns); /* absent before quick ticks: 0 */
         if (json_object_object_get_ex(o, "waiting", &v))
                 g->waiting = json_object_get_boolean(v);
         get_string(o, "reason", g->reason, sizeof(g->reason));

@@ -563,15 +563,86 @@ static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
                (!cpuset_is_empty(&prev->cpus) && cpuset_is_subset(&prev->cpus, allowed));
 }
 
-static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg) {
+/* When the policy first saw group g: the previous plan's word, else now. */
+static uint64_t group_seen_ns(const Ctx *c, const Group *g) {
+        const PlanGroup *was = c->in->prev ? plan_find_group(c->in->prev, g->id) : NULL;
+        if (was && was->seen_ns > 0)
+                return was->seen_ns;
+        if (was && was->since_ns > 0) /* a plan written before seen_ns: seen by then */
+                return was->since_ns;
+        return c->in->now_ns;
+}
+
+static void group_allowed(const Ctx *c, unsigned i, CpuSet *ret) {
+        const CpuSet *limit = c->in->group_limits ? &c->in->group_limits[i] : NULL;
+        cpuset_and(ret, &c->t->online, limit ? limit : &c->t->online);
+}
+
+/*
+ * A quick tick's group out of focus (policy.h, "Quick ticks"): *ret_was is
+ * its previous entry, kept verbatim, or NULL when it has none. Return:
+ * false when it is decided as on every tick (in focus, no focus given, or
+ * its previous CPUs are no longer all allowed).
+ */
+static bool out_of_focus(const Ctx *c, unsigned i, const PlanGroup **ret_was) {
+        const PolicyInput *in = c->in;
+        if (!in->focus || in->focus[i])
+                return false;
+        const PlanGroup *was = in->prev ? plan_find_group(in->prev, in->groups[i].id) : NULL;
+        if (was && was->managed) {
+                CpuSet allowed;
+                group_allowed(c, i, &allowed);
+                if (cpuset_is_empty(&was->cpus) || !cpuset_is_subset(&was->cpus, &allowed))
+                        return false;
+        }
+        *ret_was = was;
+        return true;
+}
+
+/* Keeps a group out of focus as the previous plan had it, its claims counted. */
+static void keep_out_of_focus(Ctx *c, unsigned i, const PlanGroup *was, PlanGroup *pg) {
+        const Group *g = &c->in->groups[i];
+        if (!was) {
+                const GroupRule *gr = policy_group_rule(c, i);
+                *pg = (PlanGroup){ .id = g->id,
+                                   .class = g->class,
+                                   .since_ns = c->in->now_ns,
+                                   .seen_ns = c->in->now_ns,
+                                   .waiting = true };
+                plan_group_set_reason(pg,
+                                      "%s: new since the last full decision; left to the "
+                                      "kernel until the next",
+                                      group_class_to_string(g->class));
+                plan_group_leave(pg);
+                if (gr) {
+                        pg->rule_action = gr->action;
+                        snprintf(pg->rule, sizeof(pg->rule), "%s", gr->rule);
+                        policy_rule_reason(pg, gr);
+                }
+                return;
+        }
+        *pg = *was;
+        if (!pg->managed)
+                return;
+        policy_load_claim(c, &pg->cpus, g->util);
+        if (c->joint[i] >= 0 && !c->joint_placed[c->joint[i]])
+                c->joint_placed[c->joint[i]] = pg; /* its set follows it, as a kept one */
+}
+
+static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         const Group *g = &c->in->groups[i];
         const GroupRule *gr = policy_group_rule(c, i);
         RuleAction action = gr ? gr->action : RULE_ACTION_NONE;
         const PlanGroup *prev = find_prev(c->in->prev, g, gr);
+        uint64_t seen_ns = group_seen_ns(c, g);
         CpuSet allowed;
-        cpuset_and(&allowed, &c->t->online, limit ? limit : &c->t->online);
+        group_allowed(c, i, &allowed);
 
-        *pg = (PlanGroup){ .id = g->id, .class = g->class, .home = -1, .since_ns = c->in->now_ns };
+        *pg = (PlanGroup){ .id = g->id,
+                           .class = g->class,
+                           .home = -1,
+                           .since_ns = c->in->now_ns,
+                           .seen_ns = seen_ns };
         if (gr) {
                 pg->rule_action = gr->action;
                 snprintf(pg->rule, sizeof(pg->rule), "%s", gr->rule);
@@ -613,6 +684,7 @@ static void decide_group(Ctx *c, unsigned i, const CpuSet *limit, PlanGroup *pg)
         bool joint = false;
         if (keep) {
                 *pg = *prev;
+                pg->seen_ns = seen_ns;
                 if (c->joint[i] >= 0)
                         c->joint_placed[c->joint[i]] = pg;
         } else if ((joint = decide_joint(c, i, &allowed, prev, pg))) {
@@ -701,8 +773,56 @@ static void choose_housekeeping(Ctx *c) {
         }
 }
 
+/* A quick tick consolidates into the previous plan's confinement, if any. */
+static void keep_housekeeping(Ctx *c) {
+        const Plan *prev = c->in->prev;
+        c->consolidate =
+                c->p->consolidate && prev && !cpuset_is_empty(&prev->slice_cpus[PLAN_SLICE_SYSTEM]);
+        cpuset_zero(&c->housekeeping);
+        if (c->consolidate)
+                cpuset_and(&c->housekeeping, &prev->slice_cpus[PLAN_SLICE_SYSTEM], &c->t->online);
+}
+
+/* A quick tick keeps the previous confinement, widened to the groups placed outside it. */
+static void keep_slices(Ctx *c, Plan *plan) {
+        const Plan *prev = c->in->prev;
+        CpuSet hk;
+        cpuset_zero(&hk);
+        if (prev)
+                hk = prev->slice_cpus[PLAN_SLICE_SYSTEM];
+        bool confine = !cpuset_is_empty(&hk);
+        for (unsigned i = 0; i < plan->n_groups && confine; i++)
+                if (plan->groups[i].managed)
+                        cpuset_or(&hk, &hk, &plan->groups[i].cpus);
+        cpuset_and(&hk, &hk, &c->t->online);
+        confine = confine && !cpuset_is_empty(&hk) && !cpuset_equal(&hk, &c->t->online);
+        bool same = prev && cpuset_equal(&hk, &prev->slice_cpus[PLAN_SLICE_SYSTEM]) &&
+                    confine == !cpuset_is_empty(&prev->slice_cpus[PLAN_SLICE_SYSTEM]);
+        for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
+                if (!confine)
+                        cpuset_zero(&plan->slice_cpus[s]);
+                else if (same)
+                        plan->slice_cpus[s] = prev->slice_cpus[s];
+                else
+                        plan->slice_cpus[s] = hk;
+        }
+        plan->slices_since_ns = same ? prev->slices_since_ns : c->in->now_ns;
+        if (same)
+                memcpy(plan->slice_reason, prev->slice_reason, sizeof(plan->slice_reason));
+        else if (confine)
+                snprintf(plan->slice_reason, sizeof(plan->slice_reason),
+                         "slices kept confined as the last full decision had them, widened to "
+                         "%u CPUs for the groups placed since",
+                         cpuset_count(&hk));
+        else
+                snprintf(plan->slice_reason, sizeof(plan->slice_reason), "%s",
+                         prev ? prev->slice_reason : "not confined before the first full decision");
+}
+
 static void decide_slices(Ctx *c, Plan *plan) {
         const Plan *prev = c->in->prev;
+        if (c->in->focus)
+                return keep_slices(c, plan);
         CpuSet hk = c->housekeeping;
         for (unsigned i = 0; i < plan->n_groups && c->consolidate; i++)
                 if (plan->groups[i].managed) /* slices must keep every placed group's CPUs */
@@ -848,15 +968,21 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         snprintf(plan->profile, sizeof(plan->profile), "%s", in->profile->name);
 
         compute_background(&c);
-        choose_housekeeping(&c);
+        if (in->focus)
+                keep_housekeeping(&c);
+        else
+                choose_housekeeping(&c);
         policy_load_build(&c);
         for (unsigned i = 0; i < in->n_groups; i++)
                 c.order[i] = i;
         qsort_r(c.order, in->n_groups, sizeof(unsigned), order_cmp, (void *)in->groups);
         for (unsigned k = 0; k < in->n_groups; k++) {
-                unsigned i = c.order[k];
-                decide_group(&c, i, in->group_limits ? &in->group_limits[i] : NULL,
-                             &plan->groups[plan->n_groups++]);
+                const PlanGroup *was;
+                PlanGroup *pg = &plan->groups[plan->n_groups++];
+                if (out_of_focus(&c, c.order[k], &was))
+                        keep_out_of_focus(&c, c.order[k], was, pg);
+                else
+                        decide_group(&c, c.order[k], pg);
         }
         qsort(plan->groups, plan->n_groups, sizeof(PlanGroup), plan_group_cmp);
         decide_slices(&c, plan);

@@ -17,7 +17,8 @@
  *                        .profile = profile, .prev = p->plan, .now_ns = now,
  *                        .advise = advise,         // nothing is applied
  *                        .rules = rules,           // per group; NULL = none
- *                        .latency_profile = lp };  // for latency-critical
+ *                        .latency_profile = lp,    // for latency-critical
+ *                        .focus = focus };         // quick ticks; NULL = all
  *     Plan *next = NULL;
  *     r = policy_decide(&in, &next);
  *     ... apply next (affinity per task of each managed PlanGroup, release the
@@ -35,7 +36,7 @@
  *               "groups": [ { "id": N, "class": "pair", "managed": true,
  *                             "rule": "NAME", "rule_action": "ignore",  // when a rule decided
  *                             "cpus": "3", "home": UNIT | -1, "widen": 0,
- *                             "since_ns": N, "reason": "...",
+ *                             "since_ns": N, "seen_ns": N, "reason": "...",
  *                             "trial": { "verdict": "kept", "before_rate": 1.0,
  *                                        "before_delay_us": 1.0, "before_ticks": N,
  *                                        "after_rate": 1.0, "after_delay_us": 1.0,
@@ -107,7 +108,26 @@ typedef struct PolicyInput {
         /* What latency-critical groups are decided with; NULL = the
          * built-in latency-first. */
         const Profile *latency_profile;
+        /* Optional, parallel to groups: a quick tick decides only the
+         * groups in focus (NULL = every group). See "Quick ticks" below. */
+        const bool *focus;
 } PolicyInput;
+
+/*
+ * Quick ticks. Between the regular ticks the pipeline decides again soon
+ * after something new appears and while a placement is on trial, for the
+ * new groups, those waiting to be measured and those on trial only; focus
+ * says which. A group out of focus keeps its entry of the previous plan
+ * verbatim, and its claims count on its CPUs where it comes in the order
+ * of a decision, so the groups in focus see the load they would see on a
+ * regular tick that kept the others, and are decided as that tick would
+ * decide them; one whose CPUs are no longer all allowed is decided afresh,
+ * and one the previous plan does not know is left to the kernel, waiting,
+ * until the next regular tick. The slices
+ * keep the previous plan's confinement (consolidation moves only on
+ * regular ticks), widened where a group in focus is placed outside it;
+ * idle caps are decided as on every tick.
+ */
 
 /*
  * Rules (rules.h), honoured per group whatever the profile:

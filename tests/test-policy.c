@@ -1137,6 +1137,143 @@ static void test_consolidation(void **state) {
         scenario_done(&s);
 }
 
+/* ---- quick ticks (policy.h, "Quick ticks") ---- */
+
+/* The JSON of one plan entry, to compare entries byte for byte. */
+static char *entry_json(const PlanGroup *pg) {
+        Plan *one = NULL;
+        char *json = NULL;
+        assert_int_equal(plan_new(1, 0, &one), 0);
+        one->groups[one->n_groups++] = *pg;
+        assert_int_equal(plan_to_json(one, &json), 0);
+        plan_free(one);
+        return json;
+}
+
+static void assert_same_entry(const PlanGroup *a, const PlanGroup *b) {
+        _cleanup_free_ char *x = entry_json(a), *y = entry_json(b);
+        assert_string_equal(x, y);
+}
+
+static Plan *decide_focus(Scenario *s, const Profile *p, const Plan *prev, uint64_t now,
+                          const bool *focus) {
+        PolicyInput in = input(s, p, prev, now);
+        in.focus = focus;
+        Plan *plan = NULL;
+        assert_int_equal(policy_decide(&in, &plan), 0);
+        return plan;
+}
+
+/*
+ * A quick tick decides the groups in focus (new ones, one on trial) as a
+ * full decision would, keeps the others' entries byte for byte and their
+ * load where it is, and leaves a new group out of focus waiting.
+ */
+static void test_quick_tick_focus(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-epyc2s", 0.05);
+        CpuSet r8 = set_of("8"), r9 = set_of("9");
+        Group *on_trial = add_group(&s, GROUP_PAIR, 2, 0.6, &r8);
+        Group *kept = add_group(&s, GROUP_PAIR, 2, 0.3, &r9);
+        Group *mesh = add_group(&s, GROUP_MESH, 20, 1.5, NULL);
+        Plan *a = decide(&s, &p, NULL, SEC_NS);
+        assert_int_equal(pg_of(a, on_trial)->trial.verdict, TRIAL_RUNNING);
+        assert_int_equal(pg_of(a, on_trial)->seen_ns, SEC_NS);
+
+        /* 200 ms later: a pair that ran on CPU 8 too, a mesh, and one more pair. */
+        Group *new_pair = add_group(&s, GROUP_PAIR, 2, 0.5, &r8);
+        Group *new_mesh = add_group(&s, GROUP_MESH, 10, 1.0, NULL);
+        Group *later = add_group(&s, GROUP_PAIR, 2, 0.2, &r9);
+        bool focus[MAX_GROUPS] = { false };
+        focus[0] = true; /* on trial */
+        focus[3] = focus[4] = true;
+        uint64_t now = SEC_NS + 200000000ULL;
+        Plan *full = decide(&s, &p, a, now), *quick = decide_focus(&s, &p, a, now, focus);
+
+        const Group *decided[] = { on_trial, new_pair, new_mesh };
+        for (size_t i = 0; i < ELEMENTSOF(decided); i++)
+                assert_same_entry(pg_of(quick, decided[i]), pg_of(full, decided[i]));
+        assert_same_entry(pg_of(quick, kept), pg_of(a, kept));
+        assert_same_entry(pg_of(quick, mesh), pg_of(a, mesh));
+        /* ... where a full decision would have measured their trials a tick on. */
+        assert_int_equal(pg_of(a, kept)->trial.after_ticks, 0);
+        assert_int_equal(pg_of(full, kept)->trial.after_ticks, 1);
+        assert_int_equal(pg_of(quick, kept)->trial.after_ticks, 0);
+        /* The new pair saw the first one's claim on CPU 8 (0.6 + 0.5 > 1). */
+        assert_true(pg_of(quick, new_pair)->managed);
+        assert_false(cpuset_isset(&pg_of(quick, new_pair)->cpus, 8));
+        assert_true(pg_of(quick, new_mesh)->managed);
+        assert_int_equal(pg_of(quick, on_trial)->seen_ns, SEC_NS);
+        assert_int_equal(pg_of(quick, new_pair)->seen_ns, now);
+
+        /* Out of focus and new: left to the kernel until the next full decision. */
+        assert_true(pg_of(full, later)->managed);
+        const PlanGroup *w = pg_of(quick, later);
+        assert_false(w->managed);
+        assert_true(w->waiting);
+        assert_int_equal(w->seen_ns, now);
+        assert_non_null(strstr(w->reason, "until the next"));
+        Plan *next = decide(&s, &p, quick, now + SEC_NS);
+        assert_true(pg_of(next, later)->managed);
+        assert_int_equal(pg_of(next, later)->seen_ns, now);
+
+        /* A plan written before seen_ns: the group was seen by its decision. */
+        PlanGroup *old = (PlanGroup *)plan_find_group(a, kept->id);
+        old->seen_ns = 0;
+        Plan *upgraded = decide(&s, &p, a, now);
+        assert_int_equal(pg_of(upgraded, kept)->seen_ns, old->since_ns);
+        plan_free(upgraded);
+        old->seen_ns = SEC_NS;
+
+        /* No focus given: every group decided, as before. */
+        Plan *all = decide_focus(&s, &p, a, now, NULL);
+        for (unsigned i = 0; i < s.n_groups; i++)
+                assert_same_entry(pg_of(all, &s.groups[i]), pg_of(full, &s.groups[i]));
+        plan_free(all);
+        plan_free(next);
+        plan_free(full);
+        plan_free(quick);
+        plan_free(a);
+        scenario_done(&s);
+}
+
+/* A quick tick keeps power-first's confinement, widened for what it places outside. */
+static void test_quick_tick_slices(void **state) {
+        Scenario s;
+        Profile p = profile("power-first");
+        scenario_init(&s, "topo-epyc2s", 0.03);
+        add_group(&s, GROUP_MESH, 10, 1.0, NULL);
+        Plan *a = decide(&s, &p, NULL, SEC_NS);
+        const CpuSet *hk = &a->slice_cpus[PLAN_SLICE_SYSTEM];
+        assert_false(cpuset_is_empty(hk));
+
+        /* The load rises past consolidate_below_load_pct: a full decision would
+         * unconfine (after the dwell), a quick tick keeps the confinement. */
+        for (unsigned c = 0; c < s.t->n_cpus; c++)
+                s.loads[c].busy = 0.6;
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.2, NULL);
+        bool focus[MAX_GROUPS] = { false };
+        focus[1] = true;
+        uint64_t now = 20 * SEC_NS;
+        Plan *full = decide(&s, &p, a, now), *quick = decide_focus(&s, &p, a, now, focus);
+        assert_true(cpuset_is_empty(&full->slice_cpus[PLAN_SLICE_SYSTEM]));
+        const PlanGroup *pg = pg_of(quick, g);
+        assert_true(pg->managed);
+        CpuSet want = *hk;
+        cpuset_or(&want, &want, &pg->cpus);
+        for (int sl = 0; sl < _PLAN_SLICE_MAX; sl++)
+                assert_true(cpuset_equal(&quick->slice_cpus[sl], &want));
+        if (cpuset_is_subset(&pg->cpus, hk)) {
+                assert_int_equal(quick->slices_since_ns, a->slices_since_ns);
+                assert_string_equal(quick->slice_reason, a->slice_reason);
+        }
+        plan_free(full);
+        plan_free(quick);
+        plan_free(a);
+        scenario_done(&s);
+}
+
 /* ---- JSON ---- */
 
 static void test_json_round_trip(void **state) {
@@ -1159,6 +1296,8 @@ static void test_json_round_trip(void **state) {
         assert_true(plan_equal(plan, back));
         assert_string_equal(back->profile, "latency-first");
         assert_string_equal(back->groups[0].reason, plan->groups[0].reason);
+        assert_int_equal(back->groups[0].seen_ns, SEC_NS);
+        assert_non_null(strstr(json, "\"seen_ns\":1000000000"));
         assert_int_equal(plan_from_json("{\"groups\": 3}", &back), -EINVAL);
         assert_int_equal(plan_from_json("not json", &back), -EINVAL);
 
@@ -1572,6 +1711,8 @@ int main(void) {
                 cmocka_unit_test(test_unmeasured_waits),
                 cmocka_unit_test(test_limits_respected),
                 cmocka_unit_test(test_consolidation),
+                cmocka_unit_test(test_quick_tick_focus),
+                cmocka_unit_test(test_quick_tick_slices),
                 cmocka_unit_test(test_json_round_trip),
                 cmocka_unit_test(test_rule_ignore_never_pack),
                 cmocka_unit_test(test_rule_latency_critical),
