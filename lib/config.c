@@ -62,6 +62,13 @@ static const char *const spread_placement_table[_SPREAD_PLACEMENT_MAX] = {
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(spread_placement, SpreadPlacement);
 
+static const char *const profile_cores_table[_PROFILE_CORES_MAX] = {
+        [PROFILE_CORES_ANY] = "any",
+        [PROFILE_CORES_PERFORMANCE] = "performance",
+        [PROFILE_CORES_EFFICIENT] = "efficient",
+};
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(profile_cores, ProfileCores);
+
 static const char *const idle_constraint_table[_IDLE_CONSTRAINT_MAX] = {
         [IDLE_CONSTRAINT_NEVER] = "never",
         [IDLE_CONSTRAINT_ON_DELAY] = "on-delay",
@@ -109,6 +116,10 @@ static const Profile builtin_profiles[] = {
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_PACK,
                 .llc_headroom_pct = 20,
+                .busy_pct = 50,
+                .busy_cores = PROFILE_CORES_ANY,
+                .light_cores = PROFILE_CORES_EFFICIENT,
+                .low_power = true,
                 .consolidate = true,
                 .consolidate_below_load_pct = 30,
                 .housekeeping_min_cpus = 2,
@@ -133,6 +144,10 @@ static const Profile builtin_profiles[] = {
                 .fanout_min_workers = 0,
                 .mesh_placement = SPREAD_PLACEMENT_HOME,
                 .llc_headroom_pct = 20,
+                .busy_pct = 50,
+                .busy_cores = PROFILE_CORES_PERFORMANCE,
+                .light_cores = PROFILE_CORES_ANY,
+                .low_power = true,
                 .consolidate = false,
                 .consolidate_below_load_pct = 30,
                 .housekeeping_min_cpus = 2,
@@ -157,6 +172,10 @@ static const Profile builtin_profiles[] = {
                 .fanout_min_workers = 1,
                 .mesh_placement = SPREAD_PLACEMENT_SPREAD,
                 .llc_headroom_pct = 30,
+                .busy_pct = 50,
+                .busy_cores = PROFILE_CORES_PERFORMANCE,
+                .light_cores = PROFILE_CORES_ANY,
+                .low_power = false,
                 .consolidate = false,
                 .consolidate_below_load_pct = 30,
                 .housekeeping_min_cpus = 2,
@@ -508,6 +527,10 @@ static const ConfigItem profile_items[] = {
         ITEM_UINT("fanout", "min_workers", Profile, fanout_min_workers, 0, 4096),
         ITEM_ENUM("mesh", "placement", Profile, mesh_placement, spread_placement),
         ITEM_UINT("capacity", "llc_headroom_pct", Profile, llc_headroom_pct, 0, 90),
+        ITEM_UINT("capacity", "busy_pct", Profile, busy_pct, 0, 1000),
+        ITEM_ENUM("capacity", "busy_cores", Profile, busy_cores, profile_cores),
+        ITEM_ENUM("capacity", "light_cores", Profile, light_cores, profile_cores),
+        ITEM_BOOL("capacity", "low_power", Profile, low_power),
         ITEM_BOOL("system", "consolidate", Profile, consolidate),
         ITEM_UINT("system", "consolidate_below_load_pct", Profile, consolidate_below_load_pct, 0,
                   100),

@@ -42,6 +42,14 @@ typedef enum SpreadPlacement {
         _SPREAD_PLACEMENT_MAX,
 } SpreadPlacement;
 
+/* Which kinds of core a group goes to (topology.h), on a machine with more than one. */
+typedef enum ProfileCores {
+        PROFILE_CORES_ANY,         /* wherever there is room */
+        PROFILE_CORES_PERFORMANCE, /* the biggest cores, while they have room */
+        PROFILE_CORES_EFFICIENT,   /* efficient and low-power cores where it keeps up */
+        _PROFILE_CORES_MAX,
+} ProfileCores;
+
 /* When idle-state constraints are set. */
 typedef enum IdleConstraint {
         IDLE_CONSTRAINT_NEVER,
@@ -71,6 +79,12 @@ typedef struct Profile {
 
         /* [capacity] */
         unsigned llc_headroom_pct; /* keep this share of a packed LLC free */
+        /* On a machine with kinds of core: a group is busy when its demand
+         * passes this share of an efficient core's capacity. */
+        unsigned busy_pct;
+        ProfileCores busy_cores;  /* where busy groups go */
+        ProfileCores light_cores; /* where the others go */
+        bool low_power;           /* whether anything is placed on low-power cores */
 
         /* [system] */
         bool consolidate;                    /* confine slices to a housekeeping set at low load */
@@ -213,5 +227,6 @@ const char *config_follow_profile(const Config *c, const char *ppd_profile);
 const char *pair_placement_to_string(PairPlacement p);
 const char *spread_placement_to_string(SpreadPlacement p);
 const char *idle_constraint_to_string(IdleConstraint c);
+const char *profile_cores_to_string(ProfileCores c);
 const char *wake_source_kind_to_string(WakeSourceKind k);
 const char *follow_kind_to_string(FollowKind k);

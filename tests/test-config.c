@@ -150,6 +150,10 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
         assert_int_equal(a->fanout_min_workers, b->fanout_min_workers);
         assert_int_equal(a->mesh_placement, b->mesh_placement);
         assert_int_equal(a->llc_headroom_pct, b->llc_headroom_pct);
+        assert_int_equal(a->busy_pct, b->busy_pct);
+        assert_int_equal(a->busy_cores, b->busy_cores);
+        assert_int_equal(a->light_cores, b->light_cores);
+        assert_int_equal(a->low_power, b->low_power);
         assert_int_equal(a->consolidate, b->consolidate);
         assert_int_equal(a->consolidate_below_load_pct, b->consolidate_below_load_pct);
         assert_int_equal(a->housekeeping_min_cpus, b->housekeeping_min_cpus);
@@ -345,6 +349,10 @@ static void test_shipped_files_uncommented(void **state) {
                                                     "backoff_ms",
                                                     "min_workers",
                                                     "llc_headroom_pct",
+                                                    "busy_pct",
+                                                    "busy_cores",
+                                                    "light_cores",
+                                                    "low_power",
                                                     "consolidate",
                                                     "consolidate_below_load_pct",
                                                     "housekeeping_min_cpus",
