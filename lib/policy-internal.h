@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the policy's decision shares with its rules' side and its load
- * state (policy.c, policy-rules.c and policy-load.c, one module); not part
- * of the library's interface.
+ * What the policy's decision shares with its rules' side, its load state
+ * and its kinds of core (policy.c, policy-rules.c, policy-load.c and
+ * policy-kinds.c, one module); not part of the library's interface.
  */
 #pragma once
 
@@ -69,6 +69,7 @@ typedef struct Ctx {
         double *unit_cap;          /* per unit: sum of its CPUs' capacity */
         double *unit_min_load;     /* per unit: its least loaded CPU's load */
         double *unit_max_cap;      /* per unit: its biggest CPU's capacity */
+        double *unit_min_cap;      /* per unit: its smallest CPU's capacity */
         bool *unit_hk;             /* per unit: inside the housekeeping set */
         bool *unit_mark;           /* per unit: scratch, all false between uses */
         unsigned *unit_stamp;      /* per unit: the last stamp of a group that may use it whole */
@@ -145,6 +146,30 @@ bool policy_rank_get(const Ctx *c, Ranker *rk, unsigned k);
  */
 int policy_load_pick_least(const Ctx *c, const CpuSet *cand, double need, double fit, int prefer,
                            bool (*fits)(const Ctx *c, int cpu, double need, double fit));
+
+/* ---- Kinds of core (policy-kinds.c) ---- */
+
+/* Where a group is tried, in order, on a machine with kinds of core. */
+typedef struct KindScope {
+        CpuSet cpus[2];    /* the kinds its profile asks for, then the rest it may use */
+        unsigned n;        /* how many; 0: it may use only low-power cores the profile keeps out */
+        ProfileCores want; /* what the profile asks for it */
+        bool busy;         /* its demand passes busy_pct of an efficient core */
+        bool latency;      /* latency-critical: performance cores whatever the profile */
+        bool no_low_power; /* low-power cores were taken out */
+} KindScope;
+
+/* cpus of run time of g, where it ran, in CPUs of capacity 1. */
+double policy_group_work(const Ctx *c, const Group *g, double cpus);
+/* What g needs, in CPUs of capacity 1: a pair at most one CPU; others what ran and waited. */
+double policy_group_demand(const Ctx *c, const Group *g);
+/* The CPUs g is tried on, in order (c->p is the profile it is decided by). */
+void policy_kind_scopes(const Ctx *c, const Group *g, bool latency, const CpuSet *allowed,
+                        KindScope *ret);
+/* "performance " and so on before "CPU N"; "" on a machine whose cores are alike. */
+const char *policy_cpu_kind_word(const Ctx *c, int cpu);
+/* Appends to pg->reason which kinds it went to and why (cpus[used] of ks). */
+void policy_kind_reason(const Ctx *c, const KindScope *ks, unsigned used, PlanGroup *pg);
 
 /* ---- Rules (policy-rules.c) ---- */
 

@@ -58,6 +58,7 @@ int policy_load_init(Ctx *c) {
         ALLOC(c->unit_cap, n_units);
         ALLOC(c->unit_min_load, n_units);
         ALLOC(c->unit_max_cap, n_units);
+        ALLOC(c->unit_min_cap, n_units);
         ALLOC(c->unit_hk, n_units);
         ALLOC(c->unit_mark, n_units);
         ALLOC(c->unit_stamp, n_units);
@@ -65,9 +66,11 @@ int policy_load_init(Ctx *c) {
         ALLOC(c->order_units, (size_t)_RANK_ORDER_MAX * n_units);
         ALLOC(c->order_pos, (size_t)_RANK_ORDER_MAX * n_units);
 
-        /* Every CPU counts as one (the policy does not use kinds yet). */
+        /* Capacity as a share of the biggest CPU's; an offline CPU counts as one. */
         for (unsigned cpu = 0; cpu < t->n_cpus; cpu++)
-                c->cap[cpu] = 1.0;
+                c->cap[cpu] = t->cpus[cpu].online && t->cpus[cpu].capacity > 0
+                                      ? t->cpus[cpu].capacity / 1024.0
+                                      : 1.0;
 
         /* The distinct capacities of online CPUs, biggest first. */
         c->n_classes = 0;
@@ -97,6 +100,7 @@ void policy_load_done(Ctx *c) {
         free(c->unit_cap);
         free(c->unit_min_load);
         free(c->unit_max_cap);
+        free(c->unit_min_cap);
         free(c->unit_hk);
         free(c->unit_mark);
         free(c->unit_stamp);
@@ -115,7 +119,7 @@ double policy_unit_free(const Ctx *c, unsigned u) {
 
 /* Recomputes the sums of unit u from its CPUs, in CPU order as set_load() adds. */
 static void unit_refresh(Ctx *c, unsigned u) {
-        double load = 0, cap = 0, min_load = INFINITY, max_cap = 0;
+        double load = 0, cap = 0, min_load = INFINITY, max_cap = 0, min_cap = INFINITY;
         for (unsigned k = c->unit_first[u]; k < c->unit_first[u + 1]; k++) {
                 int cpu = c->unit_cpus[k];
                 double l = policy_cpu_load(c, cpu);
@@ -123,12 +127,14 @@ static void unit_refresh(Ctx *c, unsigned u) {
                 cap += c->cap[cpu];
                 min_load = MIN(min_load, l);
                 max_cap = MAX(max_cap, c->cap[cpu]);
+                min_cap = MIN(min_cap, c->cap[cpu]);
         }
         double before = MAX(0.0, c->unit_cap[u] - c->unit_load[u]);
         c->unit_load[u] = load;
         c->unit_cap[u] = cap;
         c->unit_min_load[u] = min_load;
         c->unit_max_cap[u] = max_cap;
+        c->unit_min_cap[u] = min_cap;
         c->free_total += MAX(0.0, cap - load) - before;
 }
 

@@ -103,13 +103,18 @@ static void compute_background(Ctx *c) {
 /* Whether cpu has room for a pair that needs need of a CPU (try it where fit is free). */
 typedef bool (*CpuFits)(const Ctx *c, int cpu, double need, double fit);
 
+/* need and fit are in CPUs of capacity 1; a smaller CPU spends longer on the same work. */
 static bool pair_fits(const Ctx *c, int cpu, double need, double fit) {
-        return !(policy_cpu_load(c, cpu) + fit > 1.0 + 1e-9);
+        double cap = c->cap[cpu];
+        if (need > cap + 1e-9)
+                return false; /* it would not keep up there */
+        return !(policy_cpu_load(c, cpu) + fit / cap > 1.0 + 1e-9);
 }
 
 /* Whether a group placed earlier in this plan holds cpu, and need on top overfills it. */
 static bool pair_stacks(const Ctx *c, int cpu, double need) {
-        return c->claim[cpu] > POLICY_CLAIM_EPS && policy_cpu_load(c, cpu) + need > 1.0 + 1e-9;
+        return c->claim[cpu] > POLICY_CLAIM_EPS &&
+               policy_cpu_load(c, cpu) + need / c->cap[cpu] > 1.0 + 1e-9;
 }
 
 /* pair_fits(), and no stack past the CPU's capacity with groups placed before it. */
@@ -117,9 +122,14 @@ static bool pair_fits_unstacked(const Ctx *c, int cpu, double need, double fit) 
         return pair_fits(c, cpu, need, fit) && !pair_stacks(c, cpu, need);
 }
 
-/* Consolidating: whether need fits cpu within cap. */
-static bool pair_fits_within(const Ctx *c, int cpu, double need, double cap) {
-        return !(policy_cpu_load(c, cpu) + need > cap + 1e-9);
+/* Consolidating: whether need fits cpu within headroom h, or on the CPU alone where need
+ * passes h. */
+static bool share_fits_within(double load, double share, double h) {
+        return !(share > 1.0 + 1e-9) && !(load + share > MAX(h, share) + 1e-9);
+}
+
+static bool pair_fits_within(const Ctx *c, int cpu, double need, double h) {
+        return share_fits_within(policy_cpu_load(c, cpu), need / c->cap[cpu], h);
 }
 
 /* Is cpu the better pick than best (at best_load)? prefer keeps ties. */
@@ -220,13 +230,16 @@ static int pick_cpu_consolidated(Ctx *c, const CpuSet *allowed, double need, int
  * packing removes (cross-CPU wakeups, idle exits, cache misses), so it says
  * little about whether it fits one CPU; only run time beyond one CPU's worth
  * is sure to be overlap, both tasks running at once: a stream that one CPU
- * would slow down rather than a hand-off.
+ * would slow down rather than a hand-off. scope: the CPUs of the kinds it
+ * is tried on (policy-kinds.c), within what it may use. Return: false when
+ * no CPU of scope has room (pg left to the kernel, saying so).
  */
-static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
+static bool decide_pair(Ctx *c, const Group *g, const CpuSet *scope, const PlanGroup *prev,
                         PlanGroup *pg) {
         if (c->p->pair_placement == PAIR_PLACEMENT_NONE) {
                 plan_group_set_reason(pg, "pair: the profile leaves pairs to the kernel");
-                return plan_group_leave(pg);
+                plan_group_leave(pg);
+                return true;
         }
         /* Packed already (by placed or by its own mask), its run time cannot
          * show overlap. Where its tasks last ran (ran_on) is no sign of it:
@@ -240,21 +253,22 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
                         "pair: its tasks ran at once for %.0f%% of a CPU, more than "
                         "max_overlap_pct=%u (a stream, not hand-offs); left to the kernel",
                         overlap * 100, c->p->pair_max_overlap_pct);
-                return plan_group_leave(pg);
+                plan_group_leave(pg);
+                return true;
         }
         int prev_cpu = prev && prev->managed ? cpuset_first(&prev->cpus) : -1;
         /* On one CPU it uses at most that CPU, and how much less than its
          * spread run time is what the trial measures: a CPU has room when
          * the rest of its load leaves half of that free. */
-        double need = MIN(g->util, 1.0), fit = need * PAIR_FIT_SHARE;
-        int cpu = c->consolidate ? pick_cpu_consolidated(c, allowed, need, prev_cpu) : -1;
+        double need = policy_group_demand(c, g), fit = need * PAIR_FIT_SHARE;
+        int cpu = c->consolidate ? pick_cpu_consolidated(c, scope, need, prev_cpu) : -1;
         bool consolidated = cpu >= 0;
         if (!consolidated) {
                 bool room;
-                cpu = pick_pair_cpu(c, g, allowed, need, fit, prev_cpu, &room);
+                cpu = pick_pair_cpu(c, g, scope, need, fit, prev_cpu, &room);
                 /* Stay unless the move gains min_gain_pct of a CPU, or the CPU it
                  * is on is stacked past capacity and another has room. */
-                if (prev_cpu >= 0 && cpuset_isset(allowed, prev_cpu) && cpu != prev_cpu &&
+                if (prev_cpu >= 0 && cpuset_isset(scope, prev_cpu) && cpu != prev_cpu &&
                     (cpu < 0 || (policy_cpu_load(c, prev_cpu) - policy_cpu_load(c, cpu)) * 100 <
                                         c->p->min_gain_pct) &&
                     !(room && pair_stacks(c, prev_cpu, need)))
@@ -263,24 +277,27 @@ static void decide_pair(Ctx *c, const Group *g, const CpuSet *allowed, const Pla
         if (cpu < 0) {
                 plan_group_set_reason(pg, "pair: no allowed CPU has room for %.0f%% of a CPU",
                                       fit * 100);
-                return plan_group_leave(pg);
+                plan_group_leave(pg);
+                return false;
         }
         CpuSet levels[4];
-        unsigned n = pair_levels(c, cpu, allowed, levels);
+        unsigned n = pair_levels(c, cpu, scope, levels);
         if (pg->widen >= n - 1) {
                 plan_group_set_reason(
                         pg, "pair: widened %u times for run-queue delay; left to the kernel",
                         pg->widen);
-                return plan_group_leave(pg);
+                plan_group_leave(pg);
+                return true;
         }
         pg->managed = true;
         pg->cpus = levels[pg->widen];
         pg->home = policy_unit_of(c, cpu);
-        plan_group_set_reason(pg, "pair (%.0f%% of a CPU) %s CPU %d, %s%s", g->util * 100,
-                              cpuset_count(&pg->cpus) == 1 ? "on" : "around", cpu,
-                              consolidated ? "with the consolidated work"
-                                           : "the least busy where it ran",
-                              pg->widen ? ", widened for run-queue delay" : "");
+        plan_group_set_reason(
+                pg, "pair (%.0f%% of a CPU) %s %sCPU %d, %s%s", g->util * 100,
+                cpuset_count(&pg->cpus) == 1 ? "on" : "around", policy_cpu_kind_word(c, cpu), cpu,
+                consolidated ? "with the consolidated work" : "the least busy where it ran",
+                pg->widen ? ", widened for run-queue delay" : "");
+        return true;
 }
 
 /* ---- meshes and fan-outs ---- */
@@ -344,14 +361,15 @@ static bool rank_units(Ctx *c, const CpuSet *allowed, const PlanGroup *prev, Spr
 
 /* The busiest CPU of unit u (its share in allowed) where need fits within cap. */
 static int pick_in_unit(const Ctx *c, unsigned u, const CpuSet *allowed, bool whole, double need,
-                        double cap, int prefer) {
-        if (whole && c->unit_min_load[u] + need > cap + 1e-9)
+                        double h, int prefer) {
+        if (whole && c->unit_min_cap[u] == c->unit_max_cap[u] &&
+            !share_fits_within(c->unit_min_load[u], need / c->unit_max_cap[u], h))
                 return -1; /* not even its least loaded CPU */
         int best = -1;
         double best_load = 0;
         for (unsigned k = c->unit_first[u]; k < c->unit_first[u + 1]; k++) {
                 int cpu = c->unit_cpus[k];
-                if ((!whole && !cpuset_isset(allowed, cpu)) || !pair_fits_within(c, cpu, need, cap))
+                if ((!whole && !cpuset_isset(allowed, cpu)) || !pair_fits_within(c, cpu, need, h))
                         continue;
                 double l = policy_cpu_load(c, cpu);
                 if (pick_better(l, best_load, best, cpu, prefer, true)) {
@@ -366,14 +384,14 @@ static int pick_cpu_consolidated(Ctx *c, const CpuSet *allowed, double need, int
         Ranker rk;
         bool whole = rank_units(c, allowed, NULL, SPREAD_PLACEMENT_PACK, &rk);
         /* A pair that fills a CPU alone still gets one; smaller ones share with headroom. */
-        double cap = MAX(headroom(c), need);
+        double h = headroom(c);
         for (unsigned k = 0; policy_rank_get(c, &rk, k); k++) {
                 unsigned u = rk.r[k].unit;
-                int best = pick_in_unit(c, u, allowed, whole, need, cap, prefer);
+                int best = pick_in_unit(c, u, allowed, whole, need, h, prefer);
                 if (best >= 0) {
                         bool stay = prefer >= 0 && policy_unit_of(c, prefer) == (int)u &&
                                     cpuset_isset(allowed, prefer) &&
-                                    policy_cpu_load(c, prefer) + need <= cap + 1e-9;
+                                    pair_fits_within(c, prefer, need, h);
                         return stay ? prefer : best;
                 }
         }
@@ -446,21 +464,26 @@ static unsigned take_units(const Ctx *c, Ranker *rk, double need, unsigned extra
         return extra > 0 ? 0 : cpuset_count(ret);
 }
 
-/* mode: how to lay the group over units (the profile's for its class, or PACK for a pack-with set).
+/*
+ * mode: how to lay the group over units (the profile's for its class, or
+ * PACK for a pack-with set); scope: the CPUs of the kinds it is tried on,
+ * within allowed, all it may use. Return: false when the units of scope do
+ * not hold it (pg left to the kernel, saying so).
  */
-static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const PlanGroup *prev,
-                          SpreadPlacement mode, PlanGroup *pg) {
+static bool decide_spread(Ctx *c, const Group *g, const CpuSet *scope, const CpuSet *allowed,
+                          const PlanGroup *prev, SpreadPlacement mode, PlanGroup *pg) {
         const char *cls = group_class_to_string(g->class);
         if (mode == SPREAD_PLACEMENT_NONE) {
                 plan_group_set_reason(pg, "%s: the profile leaves it to the kernel", cls);
-                return plan_group_leave(pg);
+                plan_group_leave(pg);
+                return true;
         }
         bool pack = mode == SPREAD_PLACEMENT_PACK;
         /* Demand is what ran plus what waited to run (Little's law): forty
          * hackbench tasks on two CPUs show 0.8 CPUs of run time in a tick
          * of their ramp, and a run queue that says they want more. */
         double demand = g->util + g->runq_wait;
-        double need = MAX(demand, 0.5) / (pack ? 1.0 : headroom(c));
+        double need = MAX(policy_group_demand(c, g), 0.5) / (pack ? 1.0 : headroom(c));
         if (g->class == GROUP_FANOUT && !pack) {
                 unsigned workers = g->n_tasks > 0 ? g->n_tasks - 1 : 0;
                 unsigned unit_size = c->n_units ? cpuset_count(&c->units[0].cpus) : 1;
@@ -470,15 +493,15 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
         }
 
         Ranker rk;
-        rank_units(c, allowed, prev, mode, &rk);
+        rank_units(c, scope, prev, mode, &rk);
         CpuSet mask;
         bool ok = take_units(c, &rk, need, pg->widen, pack, &mask) > 0;
         int home = ok && rk.n > 0 ? (int)rk.r[0].unit : -1;
         policy_ranker_done(c, &rk);
-        cpuset_and(&mask, &mask, allowed);
+        cpuset_and(&mask, &mask, scope);
 
         /* Stay on the previous units unless the new ones are less loaded by min_gain_pct. */
-        if (ok && prev && prev->managed && cpuset_is_subset(&prev->cpus, allowed) &&
+        if (ok && prev && prev->managed && cpuset_is_subset(&prev->cpus, scope) &&
             !cpuset_equal(&mask, &prev->cpus) && cpuset_count(&mask) == cpuset_count(&prev->cpus)) {
                 double gain =
                         (set_load(c, &prev->cpus) - set_load(c, &mask)) / cpuset_count(&mask) * 100;
@@ -491,7 +514,8 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
                         "%s: %.1f CPUs' worth (%.1f ran, %.1f waited) needs every allowed CPU; "
                         "left to the kernel",
                         cls, demand, g->util, g->runq_wait);
-                return plan_group_leave(pg);
+                plan_group_leave(pg);
+                return ok;
         }
         pg->managed = true;
         pg->cpus = mask;
@@ -502,6 +526,7 @@ static void decide_spread(Ctx *c, const Group *g, const CpuSet *allowed, const P
                               g->util, pack ? "packed" : "homed", cpuset_count(&mask),
                               c->core_level ? "CPUs of the cores" : "CPUs of the LLCs",
                               " with most room", pg->widen ? ", widened for run-queue delay" : "");
+        return true;
 }
 
 /* ---- per group ---- */
@@ -518,12 +543,38 @@ static const PlanGroup *find_prev(const Plan *prev, const Group *g, const GroupR
 }
 
 /*
- * A group of a pack-with set: the first member decided this tick places
- * the whole set (as one group, packed); the others follow it. Return:
- * true when pg was decided here.
+ * Decides g (a pair, or a group laid over units by mode) on the kinds of
+ * core its profile asks for (ks, policy-kinds.c), and on the rest it may
+ * use where those have no room.
  */
-static bool decide_joint(Ctx *c, unsigned i, const CpuSet *allowed, const PlanGroup *prev,
-                         PlanGroup *pg) {
+static void decide_on_kinds(Ctx *c, const Group *g, const KindScope *ks, const CpuSet *allowed,
+                            const PlanGroup *prev, SpreadPlacement mode, PlanGroup *pg) {
+        const char *cls = group_class_to_string(g->class);
+        if (ks->n == 0) {
+                plan_group_set_reason(pg,
+                                      "%s: its cpuset holds only low-power cores, which %s does "
+                                      "not use; left to the kernel",
+                                      cls, c->p->name);
+                return plan_group_leave(pg);
+        }
+        unsigned k = 0;
+        for (; k < ks->n; k++) {
+                bool decided = g->class == GROUP_PAIR
+                                       ? decide_pair(c, g, &ks->cpus[k], prev, pg)
+                                       : decide_spread(c, g, &ks->cpus[k], allowed, prev, mode, pg);
+                if (decided)
+                        break;
+        }
+        policy_kind_reason(c, ks, MIN(k, ks->n - 1), pg);
+}
+
+/*
+ * A group of a pack-with set: the first member decided this tick places
+ * the whole set (joint: the set as one group, packed); the others follow
+ * it. Return: true when pg was decided here.
+ */
+static bool decide_joint(Ctx *c, unsigned i, const Group *joint, const KindScope *ks,
+                         const CpuSet *allowed, const PlanGroup *prev, PlanGroup *pg) {
         if (c->joint[i] < 0)
                 return false;
         const PlanGroup *first = c->joint_placed[c->joint[i]];
@@ -544,15 +595,13 @@ static bool decide_joint(Ctx *c, unsigned i, const CpuSet *allowed, const PlanGr
                         plan_group_leave(pg);
                 return true;
         }
-        Group joint;
-        policy_joint_group(c, i, &joint);
-        if (joint.unmeasured) {
+        if (joint->unmeasured) {
                 plan_group_set_reason(
                         pg, "pack-with: utilisation not measured yet; left to the kernel");
                 plan_group_leave(pg);
                 pg->waiting = true;
         } else {
-                decide_spread(c, &joint, allowed, prev, SPREAD_PLACEMENT_PACK, pg);
+                decide_on_kinds(c, joint, ks, allowed, prev, SPREAD_PLACEMENT_PACK, pg);
         }
         c->joint_placed[c->joint[i]] = pg;
         return true;
@@ -624,7 +673,7 @@ static void keep_out_of_focus(Ctx *c, unsigned i, const PlanGroup *was, PlanGrou
         *pg = *was;
         if (!pg->managed)
                 return;
-        policy_load_claim(c, &pg->cpus, g->util);
+        policy_load_claim(c, &pg->cpus, policy_group_work(c, g, g->util));
         if (c->joint[i] >= 0 && !c->joint_placed[c->joint[i]])
                 c->joint_placed[c->joint[i]] = pg; /* its set follows it, as a kept one */
 }
@@ -669,6 +718,16 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
                 c->consolidate = false;
         }
         const Profile *p = c->p;
+        /* The group as it is decided (the first member decided of a pack-with
+         * set places the set), and the kinds of core it goes to. */
+        Group joint;
+        const Group *dg = g;
+        if (c->joint[i] >= 0 && !c->joint_placed[c->joint[i]]) {
+                policy_joint_group(c, i, &joint);
+                dg = &joint;
+        }
+        KindScope ks;
+        policy_kind_scopes(c, dg, latency, &allowed, &ks);
         bool over_budget =
                 p->runq_delay_budget_us > 0 && g->runq_delay_us > p->runq_delay_budget_us;
         /* A placement on trial is judged by its verdict, delay included. */
@@ -677,17 +736,18 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
 
         /* The previous decision stands for dwell_ms, and while a new member
          * keeps the group unmeasured; a pack-with set follows its first member. */
-        bool keep = prev && !prev->waiting && !widen && prev_still_valid(prev, &allowed) &&
+        bool keep = prev && !prev->waiting && !widen && ks.n > 0 &&
+                    prev_still_valid(prev, &ks.cpus[0]) &&
                     (g->unmeasured ||
                      c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL) &&
                     (c->joint[i] < 0 || !c->joint_placed[c->joint[i]]);
-        bool joint = false;
+        bool in_set = false;
         if (keep) {
                 *pg = *prev;
                 pg->seen_ns = seen_ns;
                 if (c->joint[i] >= 0)
                         c->joint_placed[c->joint[i]] = pg;
-        } else if ((joint = decide_joint(c, i, &allowed, prev, pg))) {
+        } else if ((in_set = decide_joint(c, i, dg, &ks, &allowed, prev, pg))) {
                 ; /* decided with its set */
         } else if (g->class == GROUP_SOLO) {
                 plan_group_set_reason(pg, "solo: no strong wake relation; left to the kernel");
@@ -703,11 +763,10 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
                 plan_group_set_reason(pg, "%s: no online CPU in its cpuset",
                                       group_class_to_string(g->class));
                 plan_group_leave(pg);
-        } else if (g->class == GROUP_PAIR) {
-                decide_pair(c, g, &allowed, prev, pg);
         } else {
-                decide_spread(c, g, &allowed, prev,
-                              g->class == GROUP_MESH ? p->mesh_placement : p->fanout_placement, pg);
+                decide_on_kinds(c, g, &ks, &allowed, prev,
+                                g->class == GROUP_MESH ? p->mesh_placement : p->fanout_placement,
+                                pg);
         }
         /* The owner asked for a pack-with: it is not put on trial. */
         if (g->class != GROUP_SOLO && c->joint[i] < 0)
@@ -716,11 +775,11 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         if (prev && !prev->waiting && !pg->waiting && prev->managed == pg->managed &&
             (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {
                 pg->since_ns = prev->since_ns; /* unchanged: the dwell keeps running */
-                if (pg->managed && !joint)     /* why it went there; a "left alone" says why now */
+                if (pg->managed && !in_set)    /* why it went there; a "left alone" says why now */
                         memcpy(pg->reason, prev->reason, sizeof(pg->reason));
         }
         if (pg->managed)
-                policy_load_claim(c, &pg->cpus, g->util);
+                policy_load_claim(c, &pg->cpus, policy_group_work(c, g, g->util));
         if (gr)
                 policy_rule_reason(pg, gr);
         c->p = c->profile;
@@ -751,6 +810,58 @@ static double machine_busy(const Ctx *c) {
         return sum;
 }
 
+/* The machine's busy time in CPUs of capacity 1. */
+static double set_load_busy(const Ctx *c) {
+        double sum = 0;
+        TOPO_FOREACH_CPU (cpu, c->t)
+                if (c->in->loads && (unsigned)cpu < c->in->n_loads && (unsigned)cpu < c->t->n_cpus)
+                        sum += MAX(0.0, MIN(1.0, c->in->loads[cpu].busy)) * c->cap[cpu];
+        return sum;
+}
+
+static double set_capacity(const Ctx *c, const CpuSet *s) {
+        double sum = 0;
+        CPUSET_FOREACH (cpu, s)
+                if ((unsigned)cpu < c->t->n_cpus)
+                        sum += c->cap[cpu];
+        return sum;
+}
+
+/*
+ * Where light groups go to efficient cores, the slices go there first too,
+ * so the two consolidate together and the performance cores can sleep:
+ * units without a performance core (a Meteor Lake's LP E-cores, whose L2
+ * is off the compute tile; a Strix Point's compact-core CCX; a LITTLE
+ * cluster), then the efficient cores of the other units, then whole units,
+ * lowest first, until they hold the machine's load (in CPUs of capacity 1)
+ * with headroom.
+ */
+static void choose_housekeeping_efficient(Ctx *c) {
+        const Topology *t = c->t;
+        CpuSet efficient;
+        cpuset_or(&efficient, &t->kind_cpus[TOPO_CORE_EFFICIENT],
+                  c->p->low_power ? &t->kind_cpus[TOPO_CORE_LOW_POWER]
+                                  : &t->kind_cpus[TOPO_CORE_EFFICIENT]);
+        double busy = set_load_busy(c), room = 0;
+        for (int pass = 0; pass < 3; pass++)
+                for (unsigned u = 0; u < c->n_units; u++) {
+                        if (room + 1e-9 >= busy &&
+                            cpuset_count(&c->housekeeping) >= c->p->housekeeping_min_cpus)
+                                return;
+                        const CpuSet *unit = &c->units[u].cpus;
+                        CpuSet add = *unit;
+                        if (pass < 2) {
+                                bool mixed = !cpuset_is_subset(unit, &efficient);
+                                if (mixed != (pass == 1))
+                                        continue;
+                                cpuset_and(&add, unit, &efficient);
+                        }
+                        cpuset_andnot(&add, &add, &c->housekeeping);
+                        cpuset_or(&c->housekeeping, &c->housekeeping, &add);
+                        room += set_capacity(c, &add) * headroom(c);
+                }
+}
+
 /* Power-first: the fewest units, lowest first, that hold the machine's load with headroom. */
 static void choose_housekeeping(Ctx *c) {
         const Plan *prev = c->in->prev;
@@ -763,6 +874,8 @@ static void choose_housekeeping(Ctx *c) {
         cpuset_zero(&c->housekeeping);
         if (!c->consolidate)
                 return;
+        if (c->t->asymmetric && c->p->light_cores == PROFILE_CORES_EFFICIENT)
+                return choose_housekeeping_efficient(c);
         double room = 0;
         for (unsigned u = 0; u < c->n_units; u++) {
                 if (room + 1e-9 >= busy &&

@@ -177,6 +177,56 @@ assert cpus("light.balanced") == ["15", "15"], cpus("light.balanced")
 print("ok - pairs of 0.69 and 0.43 that ran on CPU 15: placed on %s and %s; 0.3 and 0.25 share it" % (a, b))
 PY
 
+# Issue 23: kinds of core, planned offline on the Meteor Lake fixture
+# (P-cores 0-1 and 10-19, E-cores 2-9, LP E-cores 20-21): a busy pair that
+# ran on an E-core goes to a P-core under balanced and latency-first, and
+# the reason names the kind; latency-first places nothing on the LP
+# E-cores; power-first sends light groups to efficient cores.
+python3 - "$T" <<'PY' || fail "could not write the kinds snapshot"
+import json, sys
+T = sys.argv[1]
+def pair(i, util, ran):
+    return {"id": i, "class": "pair", "util": util, "runq_delay_us": 5, "wake_rate": 5000.0,
+            "handoff_rate": 5000.0, "cpus": "0-21", "ran_on": ran,
+            "tasks": [[3000 + 2 * i, 1], [3001 + 2 * i, 1]]}
+groups = [pair(1, 0.8, "4"), pair(2, 0.1, "20"), pair(3, 0.1, "12")]
+json.dump({"topology": "", "profile": "balanced", "now_ns": 1000000000, "groups": groups,
+           "loads": [{"cpu": c, "busy": 0.05} for c in range(22)], "prev_plan": None},
+          open("%s/kinds.json" % T, "w"))
+PY
+plan_kinds() { # PROFILE
+    "$placed" --plan --snapshot "$T/kinds.json" --sysfs-root "$fx/topo-mtl" \
+        --profiles-dir "$PLACED_SRC/conf/profiles" --profile "$1" >"$T/kinds.$1.plan" ||
+        fail "--plan on topo-mtl with $1 failed"
+}
+for p in balanced latency-first power-first; do plan_kinds $p; done
+python3 - "$T" <<'PY' || fail "the kinds of core were not honoured"
+import json, sys
+T = sys.argv[1]
+def cpus(s):
+    out = set()
+    for part in filter(None, s.split(",")):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+P, E, LP = set(range(0, 2)) | set(range(10, 20)), set(range(2, 10)), {20, 21}
+plans = {p: {g["id"]: g for g in json.load(open("%s/kinds.%s.plan" % (T, p)))["groups"]}
+         for p in ("balanced", "latency-first", "power-first")}
+for p in ("balanced", "latency-first"):
+    g = plans[p][1]
+    assert g["managed"] and cpus(g["cpus"]) <= P, (p, g)
+    assert "performance CPU" in g["reason"] and "busy" in g["reason"], g["reason"]
+for g in plans["latency-first"].values():
+    assert not (cpus(g["cpus"]) & LP), g
+assert cpus(plans["balanced"][2]["cpus"]) == {20}, plans["balanced"][2]
+for i in (2, 3):
+    g = plans["power-first"][i]
+    assert g["managed"] and cpus(g["cpus"]) <= E | LP, g
+print("ok - topo-mtl: busy pair on P-core %s (%s); latency-first keeps off LP E-cores; "
+      "power-first puts light pairs on %s" % (plans["balanced"][1]["cpus"],
+      plans["balanced"][1]["reason"], ",".join(plans["power-first"][i]["cpus"] for i in (2, 3))))
+PY
+
 # Bad input is refused, naming what was wrong.
 echo '{"groups": [' >"$T/broken.json"
 set +e

@@ -1611,6 +1611,248 @@ static int decide_failing(const PolicyInput *in, unsigned fail_at, Plan **ret,
         return r;
 }
 
+/* ---- kinds of core (policy-kinds.c; docs/design.md, "Kinds of core and capacity") ---- */
+
+static const char *const kind_fixtures[] = { "topo-hybrid", "topo-mtl", "topo-strix",
+                                             "topo-biglittle" };
+
+static CpuSet one_cpu(int cpu) {
+        CpuSet s;
+        cpuset_zero(&s);
+        cpuset_set(&s, cpu);
+        return s;
+}
+
+/* The i-th CPU of a kind (wrapping). */
+static int kind_cpu(const Topology *t, TopoCoreKind k, unsigned i) {
+        unsigned n = cpuset_count(&t->kind_cpus[k]), j = 0;
+        assert_true(n > 0);
+        CPUSET_FOREACH (cpu, &t->kind_cpus[k])
+                if (j++ == i % n)
+                        return cpu;
+        return -1;
+}
+
+static CpuSet efficient_cpus(const Topology *t) {
+        CpuSet e;
+        cpuset_or(&e, &t->kind_cpus[TOPO_CORE_EFFICIENT], &t->kind_cpus[TOPO_CORE_LOW_POWER]);
+        return e;
+}
+
+static void assert_reason_has(const PlanGroup *pg, const char *what) {
+        if (!strstr(pg->reason, what))
+                fail_msg("reason \"%s\" does not say \"%s\"", pg->reason, what);
+}
+
+/* Balanced and latency-first: a busy group goes to performance cores, wherever it ran. */
+static void test_kinds_busy_to_performance(void **state) {
+        const char *profiles[] = { "balanced", "latency-first" };
+        for (size_t ti = 0; ti < ELEMENTSOF(kind_fixtures); ti++)
+                for (size_t pi = 0; pi < ELEMENTSOF(profiles); pi++) {
+                        Scenario s;
+                        Profile p = profile(profiles[pi]);
+                        print_message("%s %s\n", kind_fixtures[ti], profiles[pi]);
+                        scenario_init(&s, kind_fixtures[ti], 0.05);
+                        const CpuSet *P = &s.t->kind_cpus[TOPO_CORE_PERFORMANCE];
+                        int e = kind_cpu(s.t, TOPO_CORE_EFFICIENT, 0);
+                        CpuSet ran = one_cpu(e), on_e = s.t->kind_cpus[TOPO_CORE_EFFICIENT];
+                        /* 0.8 of an efficient core: more than half of one. */
+                        Group *pair = add_group(&s, GROUP_PAIR, 2, 0.8, &ran);
+                        Group *mesh = add_group(&s, GROUP_MESH, 6, 1.5, &on_e);
+                        /* Light: under a third of an efficient core's capacity. */
+                        CpuSet ran_p = one_cpu(kind_cpu(s.t, TOPO_CORE_PERFORMANCE, 0));
+                        Group *light = add_group(&s, GROUP_PAIR, 2, 0.1, &ran_p);
+                        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+                        const PlanGroup *pg = pg_of(plan, pair);
+                        assert_true(pg->managed);
+                        assert_true(cpuset_is_subset(&pg->cpus, P));
+                        assert_reason_has(pg, "performance CPU");
+                        assert_reason_has(pg, "; busy, ");
+                        assert_reason_has(pg, ": performance cores");
+                        pg = pg_of(plan, mesh);
+                        assert_true(pg->managed);
+                        assert_true(cpuset_is_subset(&pg->cpus, P));
+                        /* A light pair is placed as before: where it ran (its core
+                         * under latency-first). */
+                        assert_true(cpuset_is_subset(&ran_p, &pg_of(plan, light)->cpus));
+                        assert_true(cpuset_is_subset(&pg_of(plan, light)->cpus, P));
+                        assert_reason_has(pg_of(plan, light), "; light, ");
+                        /* Placed on an efficient core when it was light, it moves
+                         * once it is busy, within the dwell. */
+                        Plan *next = NULL;
+                        {
+                                Plan *was = decide(&s, &p, NULL, SEC_NS);
+                                PlanGroup *w = (PlanGroup *)plan_find_group(was, pair->id);
+                                w->cpus = ran;
+                                w->trial.verdict = TRIAL_KEPT;
+                                next = decide(&s, &p, was, 2 * SEC_NS);
+                                plan_free(was);
+                        }
+                        assert_true(cpuset_is_subset(&pg_of(next, pair)->cpus, P));
+                        plan_free(next);
+
+                        /* With every performance core full it goes elsewhere, and says so. */
+                        CPUSET_FOREACH (c, P)
+                                s.loads[c].busy = 1.0;
+                        Plan *full = decide(&s, &p, NULL, SEC_NS);
+                        pg = pg_of(full, pair);
+                        assert_true(pg->managed);
+                        assert_false(cpuset_intersects(&pg->cpus, P));
+                        assert_reason_has(pg, "no performance core had room");
+                        plan_free(full);
+                        plan_free(plan);
+                        scenario_done(&s);
+                }
+}
+
+/* Latency-critical rules mean performance cores, whatever the profile. */
+static void test_kinds_latency_critical(void **state) {
+        static GroupRule rules[MAX_GROUPS];
+        const char *profiles[] = { "power-first", "balanced" };
+        for (size_t ti = 0; ti < ELEMENTSOF(kind_fixtures); ti++)
+                for (size_t pi = 0; pi < ELEMENTSOF(profiles); pi++) {
+                        Scenario s;
+                        Profile p = profile(profiles[pi]);
+                        scenario_init(&s, kind_fixtures[ti], 0.02);
+                        CpuSet ran = efficient_cpus(s.t);
+                        add_group(&s, GROUP_PAIR, 2, 0.05, &ran); /* light as can be */
+                        memset(rules, 0, sizeof(rules));
+                        rules[0] = rule("rt", RULE_ACTION_LATENCY_CRITICAL, NULL, NULL);
+                        Plan *plan = decide_rules(&s, &p, NULL, SEC_NS, rules);
+                        const PlanGroup *pg = pg_of(plan, &s.groups[0]);
+                        assert_true(pg->managed);
+                        assert_true(cpuset_is_subset(&pg->cpus,
+                                                     &s.t->kind_cpus[TOPO_CORE_PERFORMANCE]));
+                        assert_reason_has(pg, "latency-critical, any profile: performance cores");
+                        plan_free(plan);
+                        scenario_done(&s);
+                }
+}
+
+/* Power-first: light groups go to efficient cores, consolidated; LP E-cores where
+ * they keep up. Busy ones may stay where they are. */
+static void test_kinds_power_first_light(void **state) {
+        Profile p = profile("power-first");
+        for (size_t ti = 0; ti < ELEMENTSOF(kind_fixtures); ti++) {
+                Scenario s;
+                scenario_init(&s, kind_fixtures[ti], 0.02);
+                CpuSet eff = efficient_cpus(s.t);
+                Group *pairs[3];
+                for (unsigned i = 0; i < 3; i++) {
+                        CpuSet ran = one_cpu(kind_cpu(s.t, TOPO_CORE_PERFORMANCE, 2 * i));
+                        pairs[i] = add_group(&s, GROUP_PAIR, 2, 0.08, &ran);
+                }
+                CpuSet on_p = s.t->kind_cpus[TOPO_CORE_PERFORMANCE];
+                Group *mesh = add_group(&s, GROUP_MESH, 4, 0.25, &on_p);
+                CpuSet ran_busy = one_cpu(kind_cpu(s.t, TOPO_CORE_PERFORMANCE, 1));
+                Group *busy = add_group(&s, GROUP_PAIR, 2, 0.7, &ran_busy);
+                Plan *plan = decide(&s, &p, NULL, SEC_NS);
+                /* The slices consolidate where the light groups go. */
+                const CpuSet *hk = &plan->slice_cpus[PLAN_SLICE_SYSTEM];
+                assert_false(cpuset_is_empty(hk));
+                CpuSet used;
+                cpuset_zero(&used);
+                for (unsigned i = 0; i < 3; i++) {
+                        const PlanGroup *pg = pg_of(plan, pairs[i]);
+                        assert_true(pg->managed);
+                        assert_true(cpuset_is_subset(&pg->cpus, &eff));
+                        assert_reason_has(pg, "light, power-first: efficient cores");
+                        cpuset_or(&used, &used, &pg->cpus);
+                }
+                assert_int_equal(cpuset_count(&used), 1); /* consolidated: 0.24 fits one */
+                assert_true(cpuset_is_subset(&used, hk));
+                assert_true(pg_of(plan, mesh)->managed);
+                assert_true(cpuset_is_subset(&pg_of(plan, mesh)->cpus, &eff));
+                /* 0.7 of a P-core is busy: power-first lets it stay on performance cores. */
+                assert_true(pg_of(plan, busy)->managed);
+                assert_true(cpuset_is_subset(&pg_of(plan, busy)->cpus, &on_p));
+                plan_free(plan);
+                scenario_done(&s);
+        }
+
+        /* Meteor Lake: with the E-cores full, a light pair that keeps up on an LP
+         * E-core goes there; one that needs more than it has does not. */
+        Scenario s;
+        scenario_init(&s, "topo-mtl", 0.02);
+        CPUSET_FOREACH (c, &s.t->kind_cpus[TOPO_CORE_EFFICIENT])
+                s.loads[c].busy = 0.95;
+        CpuSet ran = one_cpu(0);
+        Group *fits = add_group(&s, GROUP_PAIR, 2, 0.2, &ran);
+        Plan *plan = decide(&s, &p, NULL, SEC_NS);
+        assert_true(
+                cpuset_is_subset(&pg_of(plan, fits)->cpus, &s.t->kind_cpus[TOPO_CORE_LOW_POWER]));
+        assert_reason_has(pg_of(plan, fits), "low-power CPU");
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* Latency-first places nothing on low-power cores; balanced leaves light groups there. */
+static void test_kinds_low_power(void **state) {
+        Scenario s;
+        scenario_init(&s, "topo-mtl", 0.05);
+        const CpuSet *LP = &s.t->kind_cpus[TOPO_CORE_LOW_POWER];
+        CpuSet ran = one_cpu(20);
+        Group *pair = add_group(&s, GROUP_PAIR, 2, 0.1, &ran);
+        Group *mesh = add_group(&s, GROUP_MESH, 4, 0.3, LP);
+        Profile lat = profile("latency-first"), bal = profile("balanced");
+        Plan *plan = decide(&s, &lat, NULL, SEC_NS);
+        for (unsigned i = 0; i < plan->n_groups; i++)
+                assert_false(cpuset_intersects(&plan->groups[i].cpus, LP));
+        assert_true(pg_of(plan, pair)->managed);
+        assert_reason_has(pg_of(plan, pair), "no low-power cores");
+        plan_free(plan);
+        plan = decide(&s, &bal, NULL, SEC_NS);
+        assert_true(cpuset_equal(&pg_of(plan, pair)->cpus, &ran));
+        assert_true(pg_of(plan, mesh)->managed);
+        plan_free(plan);
+
+        /* A cpuset of low-power cores only: latency-first leaves the group to the kernel. */
+        CpuSet limits[2] = { *LP, *LP };
+        s.limits = limits;
+        plan = decide(&s, &lat, NULL, SEC_NS);
+        assert_false(pg_of(plan, pair)->managed);
+        assert_reason_has(pg_of(plan, pair), "only low-power cores");
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/* Capacity counts when checking room: 0.6 of a performance core does not fit an
+ * efficient core of less capacity, and a claim there weighs by its capacity. */
+static void test_kinds_capacity(void **state) {
+        for (size_t ti = 0; ti < ELEMENTSOF(kind_fixtures); ti++) {
+                Scenario s;
+                Profile p = profile("power-first");
+                p.busy_pct = 1000; /* every group is light: efficient cores asked for */
+                p.consolidate = false;
+                scenario_init(&s, kind_fixtures[ti], 0.02);
+                int e = kind_cpu(s.t, TOPO_CORE_EFFICIENT, 0);
+                double e_cap = s.t->cpus[e].capacity / 1024.0;
+                CpuSet ran = one_cpu(kind_cpu(s.t, TOPO_CORE_PERFORMANCE, 0));
+                Group *big = add_group(&s, GROUP_PAIR, 2, MIN(e_cap + 0.05, 0.95), &ran);
+                Group *small = add_group(&s, GROUP_PAIR, 2, e_cap * 0.6, &ran);
+                print_message("%s: efficient capacity %.2f\n", kind_fixtures[ti], e_cap);
+                Plan *plan = decide(&s, &p, NULL, SEC_NS);
+                const PlanGroup *pg = pg_of(plan, big);
+                assert_true(pg->managed);
+                assert_true(cpuset_is_subset(&pg->cpus, &s.t->kind_cpus[TOPO_CORE_PERFORMANCE]));
+                assert_reason_has(pg, "no efficient core had room");
+                pg = pg_of(plan, small);
+                assert_true(pg->managed);
+                assert_true(cpuset_is_subset(&pg->cpus, &s.t->kind_cpus[TOPO_CORE_EFFICIENT]));
+                plan_free(plan);
+
+                /* Run on an efficient core, 0.5 of it is 0.5 x its capacity of a P-core's
+                 * work: light there, and the same CPU takes it back. */
+                CpuSet on_e = one_cpu(e);
+                small->ran_on = on_e;
+                small->util = 0.5;
+                plan = decide(&s, &p, NULL, SEC_NS);
+                assert_true(cpuset_equal(&pg_of(plan, small)->cpus, &on_e));
+                plan_free(plan);
+                scenario_done(&s);
+        }
+}
+
 /* Groups of every kind, rules of every kind, on the EPYC: every path of a decision. */
 static void add_everything(Scenario *s, GroupRule *rules) {
         Group *first = NULL;
@@ -1703,6 +1945,11 @@ int main(void) {
                 cmocka_unit_test(test_pair_same_core_smt),
                 cmocka_unit_test(test_pairs_do_not_share_a_full_cpu),
                 cmocka_unit_test(test_pairs_do_not_stack_past_capacity),
+                cmocka_unit_test(test_kinds_busy_to_performance),
+                cmocka_unit_test(test_kinds_latency_critical),
+                cmocka_unit_test(test_kinds_power_first_light),
+                cmocka_unit_test(test_kinds_low_power),
+                cmocka_unit_test(test_kinds_capacity),
                 cmocka_unit_test(test_dwell_and_gain),
                 cmocka_unit_test(test_feedback_widens_next_tick),
                 cmocka_unit_test(test_mesh_homes_distinct_or_packed),
