@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the policy's decision shares with its rules' side, its load state
- * and its kinds of core (policy.c, policy-rules.c, policy-load.c and
- * policy-kinds.c, one module); not part of the library's interface.
+ * What the policy's decision shares with its rules' side, its load state,
+ * its kinds of core and its slices and idle caps (policy.c, policy-rules.c,
+ * policy-load.c, policy-kinds.c and policy-system.c, one module); not part
+ * of the library's interface.
  */
 #pragma once
 
@@ -146,6 +147,19 @@ bool policy_rank_get(const Ctx *c, Ranker *rk, unsigned k);
  */
 int policy_load_pick_least(const Ctx *c, const CpuSet *cand, double need, double fit, int prefer,
                            bool (*fits)(const Ctx *c, int cpu, double need, double fit));
+
+static inline double policy_headroom(const Ctx *c) {
+        return 1.0 - MIN(c->p->llc_headroom_pct, 90u) / 100.0;
+}
+
+/* ---- Slices and idle caps (policy-system.c) ---- */
+
+/* Sets c->consolidate and c->housekeeping, before the groups are decided. */
+void policy_choose_housekeeping(Ctx *c);
+/* The slices' confinement, once the groups are decided. */
+void policy_decide_slices(Ctx *c, Plan *plan);
+/* The idle exit-latency caps, once the groups are decided. */
+void policy_decide_idle(Ctx *c, Plan *plan);
 
 /* ---- Kinds of core (policy-kinds.c) ---- */
 

@@ -14,6 +14,11 @@
  * fan-outs, by id within a class, so the same input always gives the same
  * plan.
  *
+ * Kinds of core. On a machine with more than one, a group is tried on the
+ * kinds its profile asks for (busy ones on performance cores, light ones
+ * on efficient cores under power-first), then on the rest it may use;
+ * demand and room are counted in capacity (policy-kinds.c).
+ *
  * Cost. Where the load is lives in policy-load.c: each claim refreshes the
  * sums of the units it touches and moves them in the orders units are
  * ranked by, and an index of CPUs by load answers "the least loaded CPU
@@ -70,10 +75,6 @@ static double set_load(const Ctx *c, const CpuSet *s) {
                 if ((unsigned)cpu < c->t->n_cpus)
                         sum += policy_cpu_load(c, cpu) * c->cap[cpu];
         return sum;
-}
-
-static double headroom(const Ctx *c) {
-        return 1.0 - MIN(c->p->llc_headroom_pct, 90u) / 100.0;
 }
 
 static void compute_background(Ctx *c) {
@@ -384,7 +385,7 @@ static int pick_cpu_consolidated(Ctx *c, const CpuSet *allowed, double need, int
         Ranker rk;
         bool whole = rank_units(c, allowed, NULL, SPREAD_PLACEMENT_PACK, &rk);
         /* A pair that fills a CPU alone still gets one; smaller ones share with headroom. */
-        double h = headroom(c);
+        double h = policy_headroom(c);
         for (unsigned k = 0; policy_rank_get(c, &rk, k); k++) {
                 unsigned u = rk.r[k].unit;
                 int best = pick_in_unit(c, u, allowed, whole, need, h, prefer);
@@ -399,7 +400,7 @@ static int pick_cpu_consolidated(Ctx *c, const CpuSet *allowed, double need, int
 }
 
 static double unit_room(const Ctx *c, const UnitRank *u, bool pack) {
-        return pack ? u->cap * headroom(c) - u->load : u->cap - u->load;
+        return pack ? u->cap * policy_headroom(c) - u->load : u->cap - u->load;
 }
 
 static int room_cmp(const void *x, const void *y, void *userdata) {
@@ -483,7 +484,7 @@ static bool decide_spread(Ctx *c, const Group *g, const CpuSet *scope, const Cpu
          * hackbench tasks on two CPUs show 0.8 CPUs of run time in a tick
          * of their ramp, and a run queue that says they want more. */
         double demand = g->util + g->runq_wait;
-        double need = MAX(policy_group_demand(c, g), 0.5) / (pack ? 1.0 : headroom(c));
+        double need = MAX(policy_group_demand(c, g), 0.5) / (pack ? 1.0 : policy_headroom(c));
         if (g->class == GROUP_FANOUT && !pack) {
                 unsigned workers = g->n_tasks > 0 ? g->n_tasks - 1 : 0;
                 unsigned unit_size = c->n_units ? cpuset_count(&c->units[0].cpus) : 1;
@@ -800,223 +801,6 @@ static int order_cmp(const void *x, const void *y, void *userdata) {
         return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* ---- slices and idle caps ---- */
-
-static double machine_busy(const Ctx *c) {
-        double sum = 0;
-        TOPO_FOREACH_CPU (cpu, c->t)
-                if (c->in->loads && (unsigned)cpu < c->in->n_loads)
-                        sum += MAX(0.0, MIN(1.0, c->in->loads[cpu].busy));
-        return sum;
-}
-
-/* The machine's busy time in CPUs of capacity 1. */
-static double set_load_busy(const Ctx *c) {
-        double sum = 0;
-        TOPO_FOREACH_CPU (cpu, c->t)
-                if (c->in->loads && (unsigned)cpu < c->in->n_loads && (unsigned)cpu < c->t->n_cpus)
-                        sum += MAX(0.0, MIN(1.0, c->in->loads[cpu].busy)) * c->cap[cpu];
-        return sum;
-}
-
-static double set_capacity(const Ctx *c, const CpuSet *s) {
-        double sum = 0;
-        CPUSET_FOREACH (cpu, s)
-                if ((unsigned)cpu < c->t->n_cpus)
-                        sum += c->cap[cpu];
-        return sum;
-}
-
-/*
- * Where light groups go to efficient cores, the slices go there first too,
- * so the two consolidate together and the performance cores can sleep:
- * units without a performance core (a Meteor Lake's LP E-cores, whose L2
- * is off the compute tile; a Strix Point's compact-core CCX; a LITTLE
- * cluster), then the efficient cores of the other units, then whole units,
- * lowest first, until they hold the machine's load (in CPUs of capacity 1)
- * with headroom.
- */
-static void choose_housekeeping_efficient(Ctx *c) {
-        const Topology *t = c->t;
-        CpuSet efficient;
-        cpuset_or(&efficient, &t->kind_cpus[TOPO_CORE_EFFICIENT],
-                  c->p->low_power ? &t->kind_cpus[TOPO_CORE_LOW_POWER]
-                                  : &t->kind_cpus[TOPO_CORE_EFFICIENT]);
-        double busy = set_load_busy(c), room = 0;
-        for (int pass = 0; pass < 3; pass++)
-                for (unsigned u = 0; u < c->n_units; u++) {
-                        if (room + 1e-9 >= busy &&
-                            cpuset_count(&c->housekeeping) >= c->p->housekeeping_min_cpus)
-                                return;
-                        const CpuSet *unit = &c->units[u].cpus;
-                        CpuSet add = *unit;
-                        if (pass < 2) {
-                                bool mixed = !cpuset_is_subset(unit, &efficient);
-                                if (mixed != (pass == 1))
-                                        continue;
-                                cpuset_and(&add, unit, &efficient);
-                        }
-                        cpuset_andnot(&add, &add, &c->housekeeping);
-                        cpuset_or(&c->housekeeping, &c->housekeeping, &add);
-                        room += set_capacity(c, &add) * headroom(c);
-                }
-}
-
-/* Power-first: the fewest units, lowest first, that hold the machine's load with headroom. */
-static void choose_housekeeping(Ctx *c) {
-        const Plan *prev = c->in->prev;
-        unsigned n_online = cpuset_count(&c->t->online);
-        double busy = machine_busy(c), pct = n_online ? busy * 100 / n_online : 0;
-        bool was = prev && !cpuset_is_empty(&prev->slice_cpus[PLAN_SLICE_SYSTEM]);
-        unsigned limit = c->p->consolidate_below_load_pct + (was ? 10 : 0); /* hysteresis band */
-
-        c->consolidate = c->p->consolidate && pct < limit;
-        cpuset_zero(&c->housekeeping);
-        if (!c->consolidate)
-                return;
-        if (c->t->asymmetric && c->p->light_cores == PROFILE_CORES_EFFICIENT)
-                return choose_housekeeping_efficient(c);
-        double room = 0;
-        for (unsigned u = 0; u < c->n_units; u++) {
-                if (room + 1e-9 >= busy &&
-                    cpuset_count(&c->housekeeping) >= c->p->housekeeping_min_cpus)
-                        break;
-                cpuset_or(&c->housekeeping, &c->housekeeping, &c->units[u].cpus);
-                room += cpuset_count(&c->units[u].cpus) * headroom(c);
-        }
-}
-
-/* A quick tick consolidates into the previous plan's confinement, if any. */
-static void keep_housekeeping(Ctx *c) {
-        const Plan *prev = c->in->prev;
-        c->consolidate =
-                c->p->consolidate && prev && !cpuset_is_empty(&prev->slice_cpus[PLAN_SLICE_SYSTEM]);
-        cpuset_zero(&c->housekeeping);
-        if (c->consolidate)
-                cpuset_and(&c->housekeeping, &prev->slice_cpus[PLAN_SLICE_SYSTEM], &c->t->online);
-}
-
-/* A quick tick keeps the previous confinement, widened to the groups placed outside it. */
-static void keep_slices(Ctx *c, Plan *plan) {
-        const Plan *prev = c->in->prev;
-        CpuSet hk;
-        cpuset_zero(&hk);
-        if (prev)
-                hk = prev->slice_cpus[PLAN_SLICE_SYSTEM];
-        bool confine = !cpuset_is_empty(&hk);
-        for (unsigned i = 0; i < plan->n_groups && confine; i++)
-                if (plan->groups[i].managed)
-                        cpuset_or(&hk, &hk, &plan->groups[i].cpus);
-        cpuset_and(&hk, &hk, &c->t->online);
-        confine = confine && !cpuset_is_empty(&hk) && !cpuset_equal(&hk, &c->t->online);
-        bool same = prev && cpuset_equal(&hk, &prev->slice_cpus[PLAN_SLICE_SYSTEM]) &&
-                    confine == !cpuset_is_empty(&prev->slice_cpus[PLAN_SLICE_SYSTEM]);
-        for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
-                if (!confine)
-                        cpuset_zero(&plan->slice_cpus[s]);
-                else if (same)
-                        plan->slice_cpus[s] = prev->slice_cpus[s];
-                else
-                        plan->slice_cpus[s] = hk;
-        }
-        plan->slices_since_ns = same ? prev->slices_since_ns : c->in->now_ns;
-        if (same)
-                memcpy(plan->slice_reason, prev->slice_reason, sizeof(plan->slice_reason));
-        else if (confine)
-                snprintf(plan->slice_reason, sizeof(plan->slice_reason),
-                         "slices kept confined as the last full decision had them, widened to "
-                         "%u CPUs for the groups placed since",
-                         cpuset_count(&hk));
-        else
-                snprintf(plan->slice_reason, sizeof(plan->slice_reason), "%s",
-                         prev ? prev->slice_reason : "not confined before the first full decision");
-}
-
-static void decide_slices(Ctx *c, Plan *plan) {
-        const Plan *prev = c->in->prev;
-        if (c->in->focus)
-                return keep_slices(c, plan);
-        CpuSet hk = c->housekeeping;
-        for (unsigned i = 0; i < plan->n_groups && c->consolidate; i++)
-                if (plan->groups[i].managed) /* slices must keep every placed group's CPUs */
-                        cpuset_or(&hk, &hk, &plan->groups[i].cpus);
-        cpuset_and(&hk, &hk, &c->t->online);
-        bool confine = c->consolidate && !cpuset_is_empty(&hk) && !cpuset_equal(&hk, &c->t->online);
-
-        CpuSet prev_hk;
-        cpuset_zero(&prev_hk);
-        if (prev)
-                prev_hk = prev->slice_cpus[PLAN_SLICE_SYSTEM];
-        /* The previous confinement stands for dwell_ms, unless groups need more CPUs. */
-        if (prev && c->in->now_ns < prev->slices_since_ns + (uint64_t)c->p->dwell_ms * 1000000ULL &&
-            (cpuset_is_empty(&prev_hk) || !confine || cpuset_is_subset(&hk, &prev_hk))) {
-                confine = !cpuset_is_empty(&prev_hk);
-                hk = prev_hk;
-        }
-        for (int s = 0; s < _PLAN_SLICE_MAX; s++) {
-                if (confine)
-                        plan->slice_cpus[s] = hk;
-                else
-                        cpuset_zero(&plan->slice_cpus[s]);
-        }
-        bool same = prev && cpuset_equal(&prev_hk, &plan->slice_cpus[PLAN_SLICE_SYSTEM]);
-        plan->slices_since_ns = same ? prev->slices_since_ns : c->in->now_ns;
-        if (confine)
-                snprintf(plan->slice_reason, sizeof(plan->slice_reason),
-                         "load %.1f of %u CPUs is below consolidate_below_load_pct=%u%%: "
-                         "slices confined to %u housekeeping CPUs",
-                         machine_busy(c), cpuset_count(&c->t->online),
-                         c->p->consolidate_below_load_pct, cpuset_count(&hk));
-        else
-                snprintf(plan->slice_reason, sizeof(plan->slice_reason), "%s",
-                         c->p->consolidate ? "load too high to consolidate: slices unconfined"
-                                           : "the profile does not consolidate");
-}
-
-static void decide_idle(Ctx *c, Plan *plan) {
-        const Profile *p = c->p;
-        for (unsigned i = 0; i < plan->n_cpus; i++)
-                plan->idle_max_exit_latency_us[i] = PLAN_NO_IDLE_CAP;
-        unsigned n = 0;
-        for (unsigned i = 0; i < c->in->n_groups && p->idle_constraint != IDLE_CONSTRAINT_NEVER;
-             i++) {
-                const Group *g = &c->in->groups[i];
-                const GroupRule *gr = policy_group_rule(c, i);
-                if (gr && gr->action == RULE_ACTION_IGNORE)
-                        continue; /* left alone, idle caps included */
-                bool critical = p->idle_constraint == IDLE_CONSTRAINT_LATENCY_CRITICAL
-                                        ? g->class == GROUP_PAIR || g->class == GROUP_FANOUT
-                                        : g->class != GROUP_SOLO && p->runq_delay_budget_us > 0 &&
-                                                  g->runq_delay_us > p->runq_delay_budget_us;
-                if (!critical)
-                        continue;
-                const PlanGroup *pg = plan_find_group(plan, g->id);
-                const CpuSet *where = pg && pg->managed ? &pg->cpus : &g->ran_on;
-                CPUSET_FOREACH (cpu, where)
-                        if ((unsigned)cpu < plan->n_cpus && cpuset_isset(&c->t->online, cpu)) {
-                                plan->idle_max_exit_latency_us[cpu] =
-                                        (int)MIN(p->idle_max_exit_latency_us, (unsigned)INT32_MAX);
-                                n++;
-                        }
-        }
-        unsigned n_rules = policy_rules_idle(c, plan);
-        if (n == 0 && n_rules > 0)
-                snprintf(plan->idle_reason, sizeof(plan->idle_reason),
-                         "exit latency capped at %u us where latency-critical groups run "
-                         "(rules)",
-                         c->latency.idle_max_exit_latency_us);
-        else if (n == 0)
-                snprintf(plan->idle_reason, sizeof(plan->idle_reason), "no idle caps (%s)",
-                         idle_constraint_to_string(p->idle_constraint));
-        else
-                snprintf(plan->idle_reason, sizeof(plan->idle_reason),
-                         "exit latency capped at %u us where %s groups run (%s)",
-                         p->idle_max_exit_latency_us,
-                         p->idle_constraint == IDLE_CONSTRAINT_ON_DELAY ? "delayed"
-                                                                        : "latency-critical",
-                         idle_constraint_to_string(p->idle_constraint));
-}
-
 /* ---- entry points ---- */
 
 static void ctx_done(Ctx *c) {
@@ -1081,10 +865,7 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
         snprintf(plan->profile, sizeof(plan->profile), "%s", in->profile->name);
 
         compute_background(&c);
-        if (in->focus)
-                keep_housekeeping(&c);
-        else
-                choose_housekeeping(&c);
+        policy_choose_housekeeping(&c);
         policy_load_build(&c);
         for (unsigned i = 0; i < in->n_groups; i++)
                 c.order[i] = i;
@@ -1098,8 +879,8 @@ int policy_decide(const PolicyInput *in, Plan **ret) {
                         decide_group(&c, c.order[k], pg);
         }
         qsort(plan->groups, plan->n_groups, sizeof(PlanGroup), plan_group_cmp);
-        decide_slices(&c, plan);
-        decide_idle(&c, plan);
+        policy_decide_slices(&c, plan);
+        policy_decide_idle(&c, plan);
         ctx_done(&c);
         *ret = plan;
         return 0;

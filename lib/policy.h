@@ -5,8 +5,9 @@
  * where each group may run, which CPUs the system slices keep, which CPUs
  * get an idle exit-latency cap). The trial of each placement is
  * policy-trial.c's (policy-trial.h), the rules' side policy-rules.c's, the
- * load as a decision goes policy-load.c's, the JSON of plans and snapshots
- * policy-json.c's. No syscalls, no clock, no logging: it is tested
+ * load as a decision goes policy-load.c's, the kinds of core policy-kinds.c's,
+ * the slices and idle caps policy-system.c's, the JSON of plans and
+ * snapshots policy-json.c's. No syscalls, no clock, no logging: it is tested
  * table-driven on fixture topologies of machines we do not have.
  *
  * Per tick the pipeline does (daemon/pipeline.c, pipeline_decide()):
