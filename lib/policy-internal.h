@@ -63,19 +63,26 @@ typedef struct Ctx {
         unsigned *homes; /* per unit: groups anchored on it this tick */
         UnitRank *ranks; /* per unit: scratch of rank_units(), one group's at a time */
         /* Load state (policy-load.c), kept as claims change */
-        double *cap;               /* per CPU: capacity, 1 = the biggest CPU */
-        unsigned *unit_first;      /* per unit + 1: where its CPUs start in unit_cpus */
-        int *unit_cpus;            /* the units' online CPUs, each ascending */
-        double *unit_load;         /* per unit: sum of its CPUs' load x capacity */
-        double *unit_cap;          /* per unit: sum of its CPUs' capacity */
-        double *unit_min_load;     /* per unit: its least loaded CPU's load */
-        double *unit_max_cap;      /* per unit: its biggest CPU's capacity */
-        double *unit_min_cap;      /* per unit: its smallest CPU's capacity */
-        bool *unit_hk;             /* per unit: inside the housekeeping set */
-        bool *unit_mark;           /* per unit: scratch, all false between uses */
-        unsigned *unit_stamp;      /* per unit: the last stamp of a group that may use it whole */
-        unsigned stamp;            /* ... the stamp of the group being ranked */
-        unsigned *unit_words;      /* per unit: the first and last word of its CPU bits */
+        double *cap;           /* per CPU: capacity, 1 = the biggest CPU */
+        unsigned *unit_first;  /* per unit + 1: where its CPUs start in unit_cpus */
+        int *unit_cpus;        /* the units' online CPUs, each ascending */
+        double *unit_load;     /* per unit: sum of its CPUs' load x capacity */
+        double *unit_cap;      /* per unit: sum of its CPUs' capacity */
+        double *unit_min_load; /* per unit: its least loaded CPU's load */
+        double *unit_max_cap;  /* per unit: its biggest CPU's capacity */
+        double *unit_min_cap;  /* per unit: its smallest CPU's capacity */
+        bool *unit_hk;         /* per unit: inside the housekeeping set */
+        bool *unit_mark;       /* per unit: scratch, all false between uses */
+        unsigned *unit_stamp;  /* per unit: the last stamp of a group that may use it whole */
+        unsigned stamp;        /* ... the stamp of the group being ranked */
+        unsigned *unit_words;  /* per unit: the first and last word of its CPU bits */
+        bool *unit_dirty;      /* per unit: claimed on since the last flush */
+        unsigned *dirty_units; /* ... which, n_dirty_units of them */
+        unsigned n_dirty_units;
+        bool *cpu_dirty;           /* per CPU: claimed on since the last flush */
+        bool *cpu_indexed_claimed; /* per CPU: claimed, as the index has it */
+        int *dirty_cpus;           /* ... which, n_dirty_cpus of them */
+        unsigned n_dirty_cpus;
         unsigned *order_units;     /* _RANK_ORDER_MAX orders of n_units units */
         unsigned *order_pos;       /* ... and each unit's place in each */
         double free_total;         /* sum of the units' free capacity (never below 0 each) */
@@ -106,6 +113,11 @@ void policy_load_done(Ctx *c);
 void policy_load_build(Ctx *c);
 /* Claims work (CPUs of capacity 1) on s, shared in proportion to capacity. */
 void policy_load_claim(Ctx *c, const CpuSet *s, double work);
+/* Brings the unit sums, orders and CPU index up to the claims; before a group reads them. */
+void policy_load_flush(Ctx *c);
+static inline bool policy_load_fresh(const Ctx *c) {
+        return c->n_dirty_units == 0 && c->n_dirty_cpus == 0;
+}
 /* One more group anchored on unit u. */
 void policy_load_home(Ctx *c, unsigned u);
 
@@ -165,8 +177,10 @@ void policy_decide_idle(Ctx *c, Plan *plan);
 
 /* Where a group is tried, in order, on a machine with kinds of core. */
 typedef struct KindScope {
-        CpuSet cpus[2];    /* the kinds its profile asks for, then the rest it may use */
-        unsigned n;        /* how many; 0: it may use only low-power cores the profile keeps out */
+        const CpuSet *cpus[2]; /* the kinds its profile asks for, then the rest it may use */
+        unsigned n;       /* how many; 0: it may use only low-power cores the profile keeps out */
+        CpuSet want_cpus; /* storage cpus[] may point to, besides the group's allowed */
+        CpuSet base_cpus;
         ProfileCores want; /* what the profile asks for it */
         bool busy;         /* its demand passes busy_pct of an efficient core */
         bool latency;      /* latency-critical: performance cores whatever the profile */

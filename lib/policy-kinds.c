@@ -67,15 +67,19 @@ void policy_kind_scopes(const Ctx *c, const Group *g, bool latency, const CpuSet
                         KindScope *ret) {
         const Topology *t = c->t;
         const Profile *p = c->p;
-        *ret = (KindScope){ .n = 1, .want = PROFILE_CORES_ANY };
-        ret->cpus[0] = *allowed;
+        /* Not a compound literal: its CpuSets need no zeroing, once per group. */
+        ret->cpus[0] = ret->cpus[1] = allowed;
+        ret->n = 1;
+        ret->want = PROFILE_CORES_ANY;
+        ret->busy = ret->latency = ret->no_low_power = false;
         if (!t->asymmetric)
                 return;
 
-        CpuSet base = *allowed;
+        CpuSet *base = &ret->base_cpus;
+        *base = *allowed;
         if (!p->low_power) {
-                cpuset_andnot(&base, allowed, &t->kind_cpus[TOPO_CORE_LOW_POWER]);
-                ret->no_low_power = !cpuset_equal(&base, allowed);
+                cpuset_andnot(base, allowed, &t->kind_cpus[TOPO_CORE_LOW_POWER]);
+                ret->no_low_power = !cpuset_equal(base, allowed);
         }
         double demand = policy_group_demand(c, g);
         ret->busy = demand * 100 > p->busy_pct * efficient_capacity(c) + 1e-9;
@@ -83,22 +87,23 @@ void policy_kind_scopes(const Ctx *c, const Group *g, bool latency, const CpuSet
         ret->want = latency     ? PROFILE_CORES_PERFORMANCE
                     : ret->busy ? p->busy_cores
                                 : p->light_cores;
-        if (cpuset_is_empty(&base)) {
+        if (cpuset_is_empty(base)) {
                 ret->n = 0;
                 return;
         }
-        CpuSet want = base;
+        CpuSet *want = &ret->want_cpus;
+        *want = *base;
         if (ret->want == PROFILE_CORES_PERFORMANCE)
-                cpuset_and(&want, &base, &t->kind_cpus[TOPO_CORE_PERFORMANCE]);
+                cpuset_and(want, base, &t->kind_cpus[TOPO_CORE_PERFORMANCE]);
         else if (ret->want == PROFILE_CORES_EFFICIENT) {
                 CpuSet efficient;
                 cpuset_or(&efficient, &t->kind_cpus[TOPO_CORE_EFFICIENT],
                           &t->kind_cpus[TOPO_CORE_LOW_POWER]);
-                cpuset_and(&want, &base, &efficient);
+                cpuset_and(want, base, &efficient);
         }
-        ret->cpus[0] = cpuset_is_empty(&want) ? base : want;
+        ret->cpus[0] = cpuset_is_empty(want) ? base : want;
         ret->n = 1;
-        if (!cpuset_is_empty(&want) && !cpuset_equal(&want, &base))
+        if (!cpuset_is_empty(want) && !cpuset_equal(want, base))
                 ret->cpus[ret->n++] = base;
 }
 

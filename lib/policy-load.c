@@ -62,6 +62,11 @@ int policy_load_init(Ctx *c) {
         ALLOC(c->unit_hk, n_units);
         ALLOC(c->unit_mark, n_units);
         ALLOC(c->unit_stamp, n_units);
+        ALLOC(c->unit_dirty, n_units);
+        ALLOC(c->dirty_units, n_units);
+        ALLOC(c->cpu_dirty, n_cpus);
+        ALLOC(c->cpu_indexed_claimed, n_cpus);
+        ALLOC(c->dirty_cpus, n_cpus);
         ALLOC(c->unit_words, 2 * n_units);
         ALLOC(c->order_units, (size_t)_RANK_ORDER_MAX * n_units);
         ALLOC(c->order_pos, (size_t)_RANK_ORDER_MAX * n_units);
@@ -104,6 +109,11 @@ void policy_load_done(Ctx *c) {
         free(c->unit_hk);
         free(c->unit_mark);
         free(c->unit_stamp);
+        free(c->unit_dirty);
+        free(c->dirty_units);
+        free(c->cpu_dirty);
+        free(c->cpu_indexed_claimed);
+        free(c->dirty_cpus);
         free(c->unit_words);
         free(c->order_units);
         free(c->order_pos);
@@ -178,12 +188,6 @@ static void order_fix(Ctx *c, RankOrder o, unsigned u) {
                 pos[ord[k]] = k;
 }
 
-static void unit_changed(Ctx *c, unsigned u) {
-        for (RankOrder o = 0; o < _RANK_ORDER_MAX; o++)
-                if (o != RANK_ORDER_PACK_HK || c->consolidate_at_start)
-                        order_fix(c, o, u);
-}
-
 typedef struct OrderSort {
         const Ctx *c;
         RankOrder o;
@@ -192,6 +196,17 @@ typedef struct OrderSort {
 static int order_sort_cmp(const void *x, const void *y, void *userdata) {
         const OrderSort *s = ASSERT_PTR(userdata);
         return order_cmp(s->c, s->o, *(const unsigned *)x, *(const unsigned *)y);
+}
+
+/* Sorts every order of units afresh. */
+static void orders_sort(Ctx *c) {
+        for (RankOrder o = 0; o < _RANK_ORDER_MAX; o++) {
+                unsigned *ord = order_of(c, o), *pos = c->order_pos + (size_t)o * c->n_units;
+                OrderSort sort = { .c = c, .o = o };
+                qsort_r(ord, c->n_units, sizeof(unsigned), order_sort_cmp, &sort);
+                for (unsigned i = 0; i < c->n_units; i++)
+                        pos[ord[i]] = i;
+        }
 }
 
 /* ---- the CPU index: per capacity class and claimed or not, a min-tree of loads ---- */
@@ -211,14 +226,15 @@ static bool cpu_claimed(const Ctx *c, int cpu) {
         return c->claim[cpu] > POLICY_CLAIM_EPS;
 }
 
-static void index_cpu(Ctx *c, int cpu, bool was_claimed) {
+static void index_cpu(Ctx *c, int cpu) {
         if (c->n_classes == 0 || !cpuset_isset(&c->t->online, cpu))
                 return;
         unsigned k = c->cpu_class[cpu];
-        bool claimed = cpu_claimed(c, cpu);
+        bool claimed = cpu_claimed(c, cpu), was_claimed = c->cpu_indexed_claimed[cpu];
         if (claimed != was_claimed)
                 tree_set(tree_of(c, k, was_claimed), c->tree_size, cpu, INFINITY);
         tree_set(tree_of(c, k, claimed), c->tree_size, cpu, policy_cpu_load(c, cpu));
+        c->cpu_indexed_claimed[cpu] = claimed;
 }
 
 /* Return: whether s holds a CPU in [lo, hi). */
@@ -282,15 +298,10 @@ void policy_load_build(Ctx *c) {
                 c->unit_load[u] = c->unit_cap[u] = 0;
                 unit_refresh(c, u);
         }
-        for (RankOrder o = 0; o < _RANK_ORDER_MAX; o++) {
-                unsigned *ord = order_of(c, o), *pos = c->order_pos + (size_t)o * c->n_units;
+        for (RankOrder o = 0; o < _RANK_ORDER_MAX; o++)
                 for (unsigned u = 0; u < c->n_units; u++)
-                        ord[u] = u;
-                OrderSort sort = { .c = c, .o = o };
-                qsort_r(ord, c->n_units, sizeof(unsigned), order_sort_cmp, &sort);
-                for (unsigned i = 0; i < c->n_units; i++)
-                        pos[ord[i]] = i;
-        }
+                        order_of(c, o)[u] = u;
+        orders_sort(c);
 
         for (unsigned i = 0; i < 2 * c->tree_size * 2 * POLICY_CPU_CLASSES_MAX; i++)
                 c->trees[i] = INFINITY;
@@ -303,6 +314,7 @@ void policy_load_build(Ctx *c) {
                 while (c->class_cap[cls] != c->cap[cpu])
                         cls++;
                 c->cpu_class[cpu] = (unsigned char)cls;
+                c->cpu_indexed_claimed[cpu] = cpu_claimed(c, cpu);
                 double *tr = tree_of(c, cls, cpu_claimed(c, cpu));
                 tr[c->tree_size + (unsigned)cpu] = policy_cpu_load(c, cpu);
         }
@@ -314,6 +326,12 @@ void policy_load_build(Ctx *c) {
                 }
 }
 
+/*
+ * A claim only notes which CPUs and units changed; policy_load_flush()
+ * brings the sums, orders and index up to date before the next group that
+ * reads them, so a run of groups kept from the last plan costs a flush, not
+ * one per claim.
+ */
 void policy_load_claim(Ctx *c, const CpuSet *s, double work) {
         double cap = 0;
         CPUSET_FOREACH (cpu, s)
@@ -324,27 +342,46 @@ void policy_load_claim(Ctx *c, const CpuSet *s, double work) {
         CPUSET_FOREACH (cpu, s) {
                 if ((unsigned)cpu >= c->t->n_cpus)
                         break;
-                bool was = cpu_claimed(c, cpu);
                 c->claim[cpu] += work / cap;
-                index_cpu(c, cpu, was);
+                if (!c->cpu_dirty[cpu]) {
+                        c->cpu_dirty[cpu] = true;
+                        c->dirty_cpus[c->n_dirty_cpus++] = cpu;
+                }
                 int u = policy_unit_of(c, cpu);
-                if (u >= 0)
-                        c->unit_mark[u] = true;
-        }
-        /* Each unit the claim touched, once. */
-        CPUSET_FOREACH (cpu, s) {
-                if ((unsigned)cpu >= c->t->n_cpus)
-                        break;
-                int u = policy_unit_of(c, cpu);
-                if (u < 0 || !c->unit_mark[u])
-                        continue;
-                c->unit_mark[u] = false;
-                unit_refresh(c, (unsigned)u);
-                unit_changed(c, (unsigned)u);
+                if (u >= 0 && !c->unit_dirty[u]) {
+                        c->unit_dirty[u] = true;
+                        c->dirty_units[c->n_dirty_units++] = (unsigned)u;
+                }
         }
 }
 
+void policy_load_flush(Ctx *c) {
+        for (unsigned k = 0; k < c->n_dirty_cpus; k++) {
+                int cpu = c->dirty_cpus[k];
+                c->cpu_dirty[cpu] = false;
+                index_cpu(c, cpu);
+        }
+        c->n_dirty_cpus = 0;
+        /* An order is exact (ties by unit number), so moving each changed unit and
+         * sorting all afresh give the same order: sort when many changed. A unit
+         * is moved right after its sums change, the others still in their places. */
+        bool sort = c->n_dirty_units * 8 > c->n_units;
+        for (unsigned k = 0; k < c->n_dirty_units; k++) {
+                unsigned u = c->dirty_units[k];
+                unit_refresh(c, u);
+                for (RankOrder o = 0; o < _RANK_ORDER_MAX && !sort; o++)
+                        if (o != RANK_ORDER_PACK_HK || c->consolidate_at_start)
+                                order_fix(c, o, u);
+        }
+        if (sort)
+                orders_sort(c);
+        for (unsigned k = 0; k < c->n_dirty_units; k++)
+                c->unit_dirty[c->dirty_units[k]] = false;
+        c->n_dirty_units = 0;
+}
+
 void policy_load_home(Ctx *c, unsigned u) {
+        assert(c->n_dirty_units == 0);
         c->homes[u]++;
         order_fix(c, RANK_ORDER_HOME, u);
 }
@@ -353,6 +390,7 @@ void policy_load_home(Ctx *c, unsigned u) {
 
 int policy_unit_share(const Ctx *c, unsigned u, const CpuSet *allowed, const CpuSet *prev,
                       UnitRank *ret) {
+        assert(policy_load_fresh(c));
         bool any = false, all = true, in_prev = false;
         for (unsigned w = c->unit_words[2 * u]; w <= c->unit_words[2 * u + 1]; w++) {
                 uint64_t unit = c->units[u].cpus.bits[w], in = unit & allowed->bits[w];
@@ -402,6 +440,7 @@ int policy_units_cover(Ctx *c, const CpuSet *allowed) {
 }
 
 void policy_ranker_init(Ctx *c, Ranker *rk, RankOrder o, const PlanGroup *prev, int n_covered) {
+        assert(policy_load_fresh(c));
         *rk = (Ranker){ .order = o,
                         .r = c->ranks,
                         .total = n_covered < 0 ? c->n_units : (unsigned)n_covered,
@@ -486,6 +525,7 @@ bool policy_rank_get(const Ctx *c, Ranker *rk, unsigned k) {
 
 int policy_load_pick_least(const Ctx *c, const CpuSet *cand, double need, double fit, int prefer,
                            bool (*fits)(const Ctx *c, int cpu, double need, double fit)) {
+        assert(policy_load_fresh(c));
         unsigned size = c->tree_size;
         const CpuSet *mask = cpuset_is_subset(&c->t->online, cand) ? NULL : cand;
         double least = INFINITY;

@@ -551,6 +551,7 @@ static const PlanGroup *find_prev(const Plan *prev, const Group *g, const GroupR
 static void decide_on_kinds(Ctx *c, const Group *g, const KindScope *ks, const CpuSet *allowed,
                             const PlanGroup *prev, SpreadPlacement mode, PlanGroup *pg) {
         const char *cls = group_class_to_string(g->class);
+        policy_load_flush(c); /* the claims of the groups before it */
         if (ks->n == 0) {
                 plan_group_set_reason(pg,
                                       "%s: its cpuset holds only low-power cores, which %s does "
@@ -561,8 +562,8 @@ static void decide_on_kinds(Ctx *c, const Group *g, const KindScope *ks, const C
         unsigned k = 0;
         for (; k < ks->n; k++) {
                 bool decided = g->class == GROUP_PAIR
-                                       ? decide_pair(c, g, &ks->cpus[k], prev, pg)
-                                       : decide_spread(c, g, &ks->cpus[k], allowed, prev, mode, pg);
+                                       ? decide_pair(c, g, ks->cpus[k], prev, pg)
+                                       : decide_spread(c, g, ks->cpus[k], allowed, prev, mode, pg);
                 if (decided)
                         break;
         }
@@ -738,7 +739,7 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         /* The previous decision stands for dwell_ms, and while a new member
          * keeps the group unmeasured; a pack-with set follows its first member. */
         bool keep = prev && !prev->waiting && !widen && ks.n > 0 &&
-                    prev_still_valid(prev, &ks.cpus[0]) &&
+                    prev_still_valid(prev, ks.cpus[0]) &&
                     (g->unmeasured ||
                      c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL) &&
                     (c->joint[i] < 0 || !c->joint_placed[c->joint[i]]);
