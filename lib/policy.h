@@ -165,7 +165,12 @@ int plan_to_json(const Plan *p, char **ret);
 /* plan_from_json() - parse plan_to_json() output. Return: 0, -EINVAL, -ENOMEM. */
 int plan_from_json(const char *text, Plan **ret);
 
-/* A policy input as a file: what "placed --plan --snapshot FILE" replays. */
+/*
+ * A policy input as a file: what "placed --plan --snapshot FILE" replays.
+ * The policy counts a group's tasks and never follows them, so a snapshot
+ * whose groups share tasks (the model puts each task in one group) is
+ * planned as written, in time linear in its size like any other.
+ */
 typedef struct PolicySnapshot {
         char *topology; /* sysfs root the topology comes from; owned */
         char profile[PROFILE_NAME_MAX];

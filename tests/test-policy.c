@@ -1321,6 +1321,34 @@ static void test_json_round_trip(void **state) {
         assert_true(fabs(rs->loads[1].busy - s.loads[1].busy) < 1e-9);
         assert_true(plan_equal(rs->prev, plan));
 
+        /* Groups that share their tasks (the model never writes them) are planned as
+         * given: the policy counts tasks, it does not follow them. */
+        {
+                PolicySnapshot *shared = NULL;
+                _cleanup_free_ char *text = NULL;
+                for (unsigned i = 1; i < s.n_groups; i++) {
+                        s.groups[i].tasks = s.tasks[0];
+                        s.groups[i].n_tasks = 2;
+                }
+                assert_int_equal(policy_snapshot_to_json(&snap, &text), 0);
+                assert_int_equal(policy_snapshot_from_json(text, &shared), 0);
+                assert_int_equal(shared->groups[2].tasks[1].tid, 1235);
+                PolicyInput sin = { .topo = s.t,
+                                    .groups = shared->groups,
+                                    .n_groups = shared->n_groups,
+                                    .loads = shared->loads,
+                                    .n_loads = shared->n_loads,
+                                    .profile = &p,
+                                    .now_ns = shared->now_ns };
+                Plan *sp = NULL;
+                assert_int_equal(policy_decide(&sin, &sp), 0);
+                assert_int_equal(sp->n_groups, s.n_groups);
+                plan_free(sp);
+                policy_snapshot_free(shared);
+                for (unsigned i = 1; i < s.n_groups; i++)
+                        s.groups[i].n_tasks = 0;
+        }
+
         /* Replaying the snapshot gives the same plan. */
         PolicyInput in = { .topo = s.t,
                            .groups = rs->groups,
@@ -1853,6 +1881,31 @@ static void test_kinds_capacity(void **state) {
         }
 }
 
+/* On machines whose cores are alike the kind keys change nothing, reasons included. */
+static void test_kinds_symmetric_unchanged(void **state) {
+        const char *topos[] = { "topo-vm2", "topo-epyc2s", "topo-offline" };
+        const char *profiles[] = { "power-first", "balanced", "latency-first" };
+        for (size_t ti = 0; ti < ELEMENTSOF(topos); ti++)
+                for (size_t pi = 0; pi < ELEMENTSOF(profiles); pi++) {
+                        Scenario s;
+                        Profile p = profile(profiles[pi]), q = p;
+                        q.busy_pct = 0;
+                        q.busy_cores = PROFILE_CORES_EFFICIENT;
+                        q.light_cores = PROFILE_CORES_PERFORMANCE;
+                        q.low_power = !p.low_power;
+                        scenario_init(&s, topos[ti], 0.05);
+                        assert_false(s.t->asymmetric);
+                        build(&s, MIX);
+                        Plan *a = decide(&s, &p, NULL, SEC_NS), *b = decide(&s, &q, NULL, SEC_NS);
+                        assert_true(plan_equal(a, b));
+                        for (unsigned i = 0; i < a->n_groups; i++)
+                                assert_string_equal(a->groups[i].reason, b->groups[i].reason);
+                        plan_free(a);
+                        plan_free(b);
+                        scenario_done(&s);
+                }
+}
+
 /* Groups of every kind, rules of every kind, on the EPYC: every path of a decision. */
 static void add_everything(Scenario *s, GroupRule *rules) {
         Group *first = NULL;
@@ -1950,6 +2003,7 @@ int main(void) {
                 cmocka_unit_test(test_kinds_power_first_light),
                 cmocka_unit_test(test_kinds_low_power),
                 cmocka_unit_test(test_kinds_capacity),
+                cmocka_unit_test(test_kinds_symmetric_unchanged),
                 cmocka_unit_test(test_dwell_and_gain),
                 cmocka_unit_test(test_feedback_widens_next_tick),
                 cmocka_unit_test(test_mesh_homes_distinct_or_packed),
