@@ -93,7 +93,7 @@ int policy_load_init(Ctx *c) {
         }
         c->tree_size = pow2_at_least(n_cpus);
         ALLOC(c->cpu_class, n_cpus);
-        ALLOC(c->trees, (size_t)POLICY_CPU_CLASSES_MAX * 2 * 2 * c->tree_size);
+        ALLOC(c->trees, (size_t)MAX(c->n_classes, 1u) * 2 * 2 * c->tree_size);
         return 0;
 }
 
@@ -303,7 +303,7 @@ void policy_load_build(Ctx *c) {
                         order_of(c, o)[u] = u;
         orders_sort(c);
 
-        for (unsigned i = 0; i < 2 * c->tree_size * 2 * POLICY_CPU_CLASSES_MAX; i++)
+        for (size_t i = 0; i < (size_t)MAX(c->n_classes, 1u) * 2 * 2 * c->tree_size; i++)
                 c->trees[i] = INFINITY;
         if (c->n_classes == 0)
                 return;

@@ -533,8 +533,9 @@ static bool decide_spread(Ctx *c, const Group *g, const CpuSet *scope, const Cpu
 /* ---- per group ---- */
 
 /* The previous decision, when it was for the same class under the same rule. */
-static const PlanGroup *find_prev(const Plan *prev, const Group *g, const GroupRule *gr) {
-        const PlanGroup *pg = prev ? plan_find_group(prev, g->id) : NULL;
+/* was: the group's entry in the previous plan, or NULL. */
+static const PlanGroup *find_prev(const PlanGroup *was, const Group *g, const GroupRule *gr) {
+        const PlanGroup *pg = was;
         if (!pg || pg->class != g->class)
                 return NULL;
         if (gr ? pg->rule_action != gr->action || strcmp(pg->rule, gr->rule) != 0
@@ -614,9 +615,8 @@ static bool prev_still_valid(const PlanGroup *prev, const CpuSet *allowed) {
                (!cpuset_is_empty(&prev->cpus) && cpuset_is_subset(&prev->cpus, allowed));
 }
 
-/* When the policy first saw group g: the previous plan's word, else now. */
-static uint64_t group_seen_ns(const Ctx *c, const Group *g) {
-        const PlanGroup *was = c->in->prev ? plan_find_group(c->in->prev, g->id) : NULL;
+/* When the policy first saw a group: its entry in the previous plan says, else now. */
+static uint64_t group_seen_ns(const Ctx *c, const PlanGroup *was) {
         if (was && was->seen_ns > 0)
                 return was->seen_ns;
         if (was && was->since_ns > 0) /* a plan written before seen_ns: seen by then */
@@ -684,8 +684,9 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         const Group *g = &c->in->groups[i];
         const GroupRule *gr = policy_group_rule(c, i);
         RuleAction action = gr ? gr->action : RULE_ACTION_NONE;
-        const PlanGroup *prev = find_prev(c->in->prev, g, gr);
-        uint64_t seen_ns = group_seen_ns(c, g);
+        const PlanGroup *was = c->in->prev ? plan_find_group(c->in->prev, g->id) : NULL;
+        const PlanGroup *prev = find_prev(was, g, gr);
+        uint64_t seen_ns = group_seen_ns(c, was);
         CpuSet allowed;
         group_allowed(c, i, &allowed);
 
