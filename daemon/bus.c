@@ -28,7 +28,10 @@
  *     PlacementChanges t  placement changes applied (or advised) so far       emits
  *     Reloads       t     successful reloads                                  emits
  *     Ticks         t     pipeline passes; changes every tick: not emitted, poll it
+ *     QuickTicks    t     of those, quick ones (brought forward: docs/design.md) poll it
  *     TickCostUSec  t     how long the last tick took; not emitted, poll it
+ *     TickStagesUSec a(st)  the last tick's stages in order ("sample", "model",
+ *                         "decide", "apply") and the CPU time each took (us)  poll it
  *     EnergyEstimate d    estimated power of the last tick in active-CPU
  *                         equivalents (1.0 = one CPU flat out; energy.h)  poll it
  *     EnergyWatts   d     RAPL measured package power (W), -1 without RAPL  poll it
@@ -40,7 +43,11 @@
  *     SamplerSkipped t    wakeups not attributed (hard IRQ, idle, kernel
  *                         threads, exited tasks)                          poll it
  *     SamplerLost    t    wakeups lost (full maps or rings)               poll it
- *   ("poll it": changes every tick, so no PropertiesChanged; clients poll.)
+ *     CapacitySource s    what told the CPUs' capacities apart: "none", "cpu_capacity",
+ *                         "cppc", "pmu" (lib/topology.h)                  const
+ *     Asymmetric    b     the CPUs differ in kind or capacity             const
+ *   ("poll it": changes every tick, so no PropertiesChanged; clients poll.
+ *   "const": the topology is read once, at start.)
  *
  *   methods
  *     SetProfile(s name)                        UnknownProfile
@@ -73,6 +80,10 @@
  *                     of idle time, number of states (0 without a cpuidle
  *                     driver), and per state name, residency fraction of the
  *                     tick, exit latency (us)
+ *     CpuTopology() -> a(usuuuu)  per online CPU: cpu, kind ("performance",
+ *                     "efficient", "low-power"), capacity (1024 = the
+ *                     biggest CPU), and the dense indexes of its core, LLC
+ *                     and NUMA node (as placed --dump-topology numbers them)
  *     Metrics(s format) -> s  the metrics of the last tick as text, in format
  *                     "openmetrics" (or "": OpenMetrics 1.0) or "prometheus"
  *                     (text format 0.0.4, as the [metrics] textfile); names
@@ -457,6 +468,34 @@ static int method_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* CpuTopology(): one (usuuuu) per online CPU; see the top of the file. */
+static int method_cpu_topology(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        if (!m->topo)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "placed is not running yet.");
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', PLACED_CPU_TOPO);
+        if (r < 0)
+                return r;
+        TOPO_FOREACH_CPU (cpu, m->topo) {
+                const TopoCpu *c = &m->topo->cpus[cpu];
+                r = sd_bus_message_append(reply, PLACED_CPU_TOPO, (uint32_t)c->cpu,
+                                          strna(topo_core_kind_to_string(c->kind)),
+                                          (uint32_t)c->capacity, (uint32_t)c->core,
+                                          (uint32_t)c->llc, (uint32_t)c->node);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         _cleanup_free_ char *text = NULL;
@@ -686,7 +725,39 @@ static int property_get_sampler_counter(sd_bus *bus, const char *path, const cha
         return sd_bus_message_append(reply, "t", v);
 }
 
+static int property_get_tick_stages(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        int r = sd_bus_message_open_container(reply, 'a', PLACED_TICK_STAGE);
+        if (r < 0)
+                return r;
+        for (TickStage s = 0; s < _TICK_STAGE_MAX; s++) {
+                r = sd_bus_message_append(reply, PLACED_TICK_STAGE, tick_stage_to_string(s),
+                                          m->last_tick_stage_usec[s]);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_capacity_source(sd_bus *bus, const char *path, const char *interface,
+                                        const char *property, sd_bus_message *reply, void *userdata,
+                                        sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        TopoCapacitySource s = m->topo ? m->topo->capacity_source : TOPO_CAPACITY_NONE;
+        return sd_bus_message_append(reply, "s", strna(topo_capacity_source_to_string(s)));
+}
+
+static int property_get_asymmetric(sd_bus *bus, const char *path, const char *interface,
+                                   const char *property, sd_bus_message *reply, void *userdata,
+                                   sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        return sd_bus_message_append(reply, "b", (int)(m->topo && m->topo->asymmetric));
+}
+
 #define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
+#define CONST SD_BUS_VTABLE_PROPERTY_CONST
 
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -696,7 +767,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Follow", PLACED_FOLLOW, property_get_follow, 0, EMITS),
         SD_BUS_PROPERTY("Profiles", "as", property_get_profiles, 0, EMITS),
         SD_BUS_PROPERTY("Mode", "s", property_get_mode, 0, EMITS),
-        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, CONST),
         SD_BUS_PROPERTY("WakeSource", "s", property_get_wake_source, 0, EMITS),
         SD_BUS_PROPERTY("Holds", PLACED_SIG_HOLDS, property_get_holds, 0, EMITS),
         SD_BUS_PROPERTY("Groups", "u", property_get_groups, 0, EMITS),
@@ -705,7 +776,9 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Reloads", "t", NULL, offsetof(Manager, n_reloads), EMITS),
         /* Change every tick: no signal, clients poll them. */
         SD_BUS_PROPERTY("Ticks", "t", NULL, offsetof(Manager, n_ticks), 0),
+        SD_BUS_PROPERTY("QuickTicks", "t", NULL, offsetof(Manager, n_quick_ticks), 0),
         SD_BUS_PROPERTY("TickCostUSec", "t", NULL, offsetof(Manager, last_tick_cost_usec), 0),
+        SD_BUS_PROPERTY("TickStagesUSec", PLACED_SIG_TICK_STAGES, property_get_tick_stages, 0, 0),
         SD_BUS_PROPERTY("EnergyEstimate", "d", property_get_energy, 0, 0),
         SD_BUS_PROPERTY("EnergyWatts", "d", property_get_energy, 0, 0),
         SD_BUS_PROPERTY("SamplerNsPerWakeup", "d", property_get_sampler_cost, 0, 0),
@@ -713,6 +786,9 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("SamplerSoftirqWakeups", "t", property_get_sampler_counter, 0, 0),
         SD_BUS_PROPERTY("SamplerSkipped", "t", property_get_sampler_counter, 0, 0),
         SD_BUS_PROPERTY("SamplerLost", "t", property_get_sampler_counter, 0, 0),
+        /* The topology is read once, at start. */
+        SD_BUS_PROPERTY("CapacitySource", "s", property_get_capacity_source, 0, CONST),
+        SD_BUS_PROPERTY("Asymmetric", "b", property_get_asymmetric, 0, CONST),
 
         SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
@@ -730,6 +806,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CpuStats", "", , PLACED_SIG_CPU_STATS, SD_BUS_PARAM(cpus),
                                  method_cpu_stats, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("CpuTopology", "", , PLACED_SIG_CPU_TOPOLOGY, SD_BUS_PARAM(cpus),
+                                 method_cpu_topology, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Metrics", "s", SD_BUS_PARAM(format), "s", SD_BUS_PARAM(text),
                                  method_metrics, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("HoldProfile", "ss", SD_BUS_PARAM(profile) SD_BUS_PARAM(reason),

@@ -66,6 +66,17 @@
 #define PLACED_CPU           "(" PLACED_CPU_FIELDS ")"
 #define PLACED_SIG_CPU_STATS "a" PLACED_CPU
 
+/* CpuTopology(): per online CPU: cpu, kind ("performance", "efficient", "low-power"),
+ * capacity (1024 = the biggest CPU), and the dense indexes of its core, LLC and NUMA node. */
+#define PLACED_CPU_TOPO_FIELDS  "usuuuu"
+#define PLACED_CPU_TOPO         "(" PLACED_CPU_TOPO_FIELDS ")"
+#define PLACED_SIG_CPU_TOPOLOGY "a" PLACED_CPU_TOPO
+
+/* TickStagesUSec property: per stage of the last tick, in the pipeline's order
+ * ("sample", "model", "decide", "apply"), its name and CPU time (us). */
+#define PLACED_TICK_STAGE      "(st)"
+#define PLACED_SIG_TICK_STAGES "a" PLACED_TICK_STAGE
+
 /* The PlacementChanged signal: placement changes so far, groups. */
 #define PLACED_SIG_PLACEMENT_CHANGED "tu"
 

@@ -78,10 +78,10 @@ stop_placed() {
 check_introspection() {
     "${B[@]}" introspect "${OBJ[@]}" >"$T/introspect" || fail "introspect failed"
     for member in ActiveProfile Profiles Mode Version WakeSource Holds Groups PlacementChanges \
-        Reloads Ticks TickCostUSec EnergyEstimate EnergyWatts SamplerNsPerWakeup SamplerWakeups \
-        SamplerSoftirqWakeups SamplerSkipped SamplerLost SetProfile \
-        Reload Restore ListGroups Explain WakeGraph Snapshot CpuStats HoldProfile ReleaseProfile \
-        PlacementChanged; do
+        Reloads Ticks QuickTicks TickCostUSec TickStagesUSec EnergyEstimate EnergyWatts \
+        SamplerNsPerWakeup SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost \
+        CapacitySource Asymmetric SetProfile Reload Restore ListGroups Explain WakeGraph Snapshot \
+        CpuStats CpuTopology HoldProfile ReleaseProfile PlacementChanged; do
         grep -q "^\.$member " "$T/introspect" || fail "introspection lacks $member"
     done
     grep -q '^\.ListGroups .*a(tsaudtdss(sdddd)(ss))' "$T/introspect" || fail "ListGroups signature changed"
@@ -89,8 +89,13 @@ check_introspection() {
     grep -q '^\.WakeGraph .*a(uussdt)a(uudb)' "$T/introspect" || fail "WakeGraph signature changed"
     grep -q '^\.CpuStats .*a(udddua(sdt))' "$T/introspect" || fail "CpuStats signature changed"
     grep -q '^\.Snapshot .* s ' "$T/introspect" || fail "Snapshot signature changed"
-    for member in Ticks EnergyEstimate EnergyWatts SamplerNsPerWakeup SamplerWakeups \
-        SamplerSoftirqWakeups SamplerSkipped SamplerLost; do
+    grep -q '^\.CpuTopology  *method  *-  *a(usuuuu) ' "$T/introspect" || fail "CpuTopology signature: $(grep CpuTopology "$T/introspect")"
+    grep -q '^\.TickStagesUSec  *property  *a(st) ' "$T/introspect" || fail "TickStagesUSec type: $(grep TickStagesUSec "$T/introspect")"
+    grep -q '^\.QuickTicks  *property  *t ' "$T/introspect" || fail "QuickTicks type: $(grep QuickTicks "$T/introspect")"
+    grep -q '^\.CapacitySource  *property  *s .* const$' "$T/introspect" || fail "CapacitySource: $(grep CapacitySource "$T/introspect")"
+    grep -q '^\.Asymmetric  *property  *b .* const$' "$T/introspect" || fail "Asymmetric: $(grep Asymmetric "$T/introspect")"
+    for member in Ticks QuickTicks TickStagesUSec EnergyEstimate EnergyWatts SamplerNsPerWakeup \
+        SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost; do
         grep -q "^\.$member .* -$" "$T/introspect" || fail "$member should not emit (once a tick)"
     done
     ok "introspection: every property, method and the signal"
@@ -122,6 +127,66 @@ check_properties() {
     t2=$(prop Ticks | cut -d' ' -f2)
     [ "$t2" -gt "$t1" ] || fail "Ticks did not advance ($t1 -> $t2) with a 100 ms tick"
     ok "properties: profile, mode, version, wake source, holds, counters (Ticks $t1 -> $t2)"
+}
+
+# The last tick's cost: TickStagesUSec has the four stages in order, whose
+# CPU time fits in the tick's wall time (TickCostUSec), read within one
+# tick; QuickTicks is a count of some of the ticks.
+tick_cost_consistent() {
+    local before after
+    before=$(prop Ticks)
+    bj get-property TickStagesUSec >"$T/stages.json"
+    prop TickCostUSec >"$T/cost"
+    prop QuickTicks >"$T/quick"
+    after=$(prop Ticks)
+    [ "$before" = "$after" ] || return 1 # a tick ran in between: read again
+    python3 - "$T/stages.json" "$(cat "$T/cost")" "$(cat "$T/quick")" "${after#t }" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["type"] == "a(st)", p
+stages = p["data"]
+assert [s[0] for s in stages] == ["sample", "model", "decide", "apply"], stages
+assert all(isinstance(s[1], int) and s[1] >= 0 for s in stages), stages
+cost = int(sys.argv[2].split()[1])
+assert 0 < sum(s[1] for s in stages) <= cost, (stages, cost)  # CPU time within wall time
+quick = sys.argv[3].split()
+assert quick[0] == "t" and 0 <= int(quick[1]) <= int(sys.argv[4]), (quick, sys.argv[4])
+EOF
+}
+check_tick_cost() {
+    wait_for 5 tick_cost_consistent || { tick_cost_consistent; fail "TickStagesUSec $(cat "$T/stages.json"), TickCostUSec $(cat "$T/cost"), QuickTicks $(cat "$T/quick")"; }
+    ok "TickStagesUSec: $(python3 -c 'import json,sys; print(", ".join("%s %d" % tuple(s) for s in json.load(open(sys.argv[1]))["data"]))' "$T/stages.json") us CPU of $(cut -d' ' -f2 "$T/cost") us; QuickTicks $(cut -d' ' -f2 "$T/quick")"
+}
+
+# CapacitySource, Asymmetric and CpuTopology() say what placed --dump-topology
+# reads from the same sysfs root: one element per online CPU with its kind,
+# capacity and the indexes of its core, LLC and node.
+topology_agrees() { # SYSFS_ROOT
+    "$placed" --dump-topology --sysfs-root "$1" >"$T/topo.json" || fail "--dump-topology --sysfs-root $1"
+    bj CpuTopology >"$T/cpu-topology.json"
+    python3 - "$T/topo.json" "$T/cpu-topology.json" "$(prop CapacitySource)" "$(prop Asymmetric)" <<'EOF' ||
+import json, sys
+topo = json.load(open(sys.argv[1]))
+reply = json.load(open(sys.argv[2]))
+assert reply["type"] == "a(usuuuu)", reply["type"]
+source, asymmetric = sys.argv[3], sys.argv[4]
+assert source in ('s "none"', 's "cpu_capacity"', 's "cppc"', 's "pmu"'), source
+assert source == 's "%s"' % topo["capacity_source"], (source, topo["capacity_source"])
+assert asymmetric == "b %s" % ("true" if topo["asymmetric"] else "false"), (asymmetric, topo["asymmetric"])
+want = [[c["cpu"], c["kind"], c["capacity"], c["core"], c["llc"], c["node"]]
+        for c in topo["cpus"] if c["kind"] is not None]  # online CPUs only
+assert reply["data"][0] == want, (reply["data"][0], want)
+if not topo["asymmetric"]:  # cores all alike: all performance, all the biggest
+    assert all(c[1] == "performance" and c[2] == 1024 for c in want), want
+EOF
+        fail "CpuTopology, CapacitySource or Asymmetric on $1 disagree with --dump-topology"
+}
+check_topology() {
+    topology_agrees /
+    local n
+    n=$(bj CpuTopology | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"][0]))')
+    [ "$n" = "$(online_cpus)" ] || fail "CpuTopology lists $n CPUs, $(online_cpus) are online"
+    ok "CpuTopology: $n CPUs as --dump-topology reads them; CapacitySource $(prop CapacitySource | cut -d\" -f2), $(prop Asymmetric | sed "s/b true/asymmetric/; s/b false/symmetric/")"
 }
 
 check_set_profile() {
@@ -602,6 +667,28 @@ assert s["topology"] == sys.argv[1] and len(s["loads"]) == 2, (s["topology"], s[
     ok "Restore switches enforce to advise (nobody may not)"
 }
 
+# A hybrid laptop's topology (tests/fixtures/topo-mtl: Meteor Lake, 6 P-cores
+# with SMT, 8 E-cores, 2 LP E-cores; capacities from CPPC) in advise mode:
+# the kinds efficient and low-power, CapacitySource cppc, Asymmetric true.
+check_hybrid_topology() {
+    local fx=$PLACED_SRC/tests/fixtures/topo-mtl
+    stop_placed
+    mkdir -p "$T/hybrid-proc"
+    start_placed --dry-run --sysfs-root "$fx" --procfs-root "$T/hybrid-proc"
+    prop_is CapacitySource 's "cppc"'
+    prop_is Asymmetric 'b true'
+    topology_agrees "$fx"
+    bj CpuTopology | python3 -c '
+import json, sys
+cpus = json.load(sys.stdin)["data"][0]
+kinds = {}
+for cpu, kind, capacity, core, llc, node in cpus:
+    kinds.setdefault(kind, set()).add(capacity)
+assert kinds == {"performance": {1024}, "efficient": {649}, "low-power": {427}}, kinds
+assert len(cpus) == 22 and {c[4] for c in cpus} == {0, 1}, cpus' || fail "CpuTopology on topo-mtl: $(bj CpuTopology)"
+    ok "CpuTopology on a hybrid fixture: 12 performance (1024), 8 efficient (649), 2 low-power (427); cppc, asymmetric"
+}
+
 check_name_taken() {
     local rc=0
     "$placed" --foreground --bus "$ADDR" --config "$T/etc/placed.conf" --profiles-dir "$profiles" \
@@ -637,6 +724,8 @@ check_bus_fallbacks() {
 start_placed --dry-run
 check_introspection
 check_properties
+check_tick_cost
+check_topology
 check_set_profile
 check_unprivileged
 check_reload
@@ -648,6 +737,7 @@ check_holds
 check_placectl_misc
 check_name_taken
 check_restore_enforce
+check_hybrid_topology
 check_bus_fallbacks
 grep -q 'AddressSanitizer\|runtime error' "$T/placed.log" && { cat "$T/placed.log"; fail "sanitizer report"; }
 echo "all D-Bus checks passed"
