@@ -59,6 +59,28 @@ static int metrics_gather_cpus(const Manager *m, MetricsCpu **ret, unsigned *ret
         return 0;
 }
 
+/* Every online CPU's kind and capacity. *ret malloc'd. */
+static int metrics_gather_capacities(const Manager *m, MetricsCpuCapacity **ret, unsigned *ret_n) {
+        unsigned n = m->topo ? cpuset_count(&m->topo->online) : 0, k = 0;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (n == 0)
+                return 0;
+        MetricsCpuCapacity *caps = calloc(n, sizeof(*caps));
+        if (!caps)
+                return -ENOMEM;
+        TOPO_FOREACH_CPU (cpu, m->topo) {
+                const TopoCpu *c = &m->topo->cpus[cpu];
+                caps[k++] = (MetricsCpuCapacity){ .cpu = c->cpu,
+                                                  .kind = c->kind,
+                                                  .capacity = c->capacity };
+        }
+        *ret = caps;
+        *ret_n = k;
+        return 0;
+}
+
 static void metrics_gather(const Manager *m, MetricsFigures *f) {
         WakeGraphIngested in = {};
         const WakeGraph *g = manager_graph(m);
@@ -76,10 +98,12 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
                 .sampler_ns_per_wakeup = manager_sampler_ns_per_wakeup(m),
                 .process_start_time_seconds = (double)m->start_realtime_usec / USEC_PER_SEC,
                 .ticks = m->n_ticks,
+                .quick_ticks = m->n_quick_ticks,
                 .reloads = m->n_reloads,
                 .last_tick_duration_seconds = (double)m->last_tick_cost_usec / USEC_PER_SEC,
                 .last_tick_timestamp_seconds = (double)m->last_tick_realtime_usec / USEC_PER_SEC,
                 .energy_active_cpu_seconds = m->energy_active_cpu_seconds,
+                .capacity_source = m->topo ? m->topo->capacity_source : TOPO_CAPACITY_NONE,
         };
         memcpy(f->trial_verdicts, m->n_trial_verdicts, sizeof(f->trial_verdicts));
 
@@ -106,6 +130,8 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
 int manager_metrics_text(const Manager *m, MetricsFormat format, char **ret, size_t *ret_len) {
         assert(m);
         _cleanup_free_ MetricsCpu *cpus = NULL;
+        _cleanup_free_ MetricsCpuCapacity *caps = NULL;
+        MetricsTickStage stages[_TICK_STAGE_MAX];
         MetricsFigures f;
 
         metrics_gather(m, &f);
@@ -113,6 +139,16 @@ int manager_metrics_text(const Manager *m, MetricsFormat format, char **ret, siz
         if (r < 0)
                 return r;
         f.cpus = cpus;
+        r = metrics_gather_capacities(m, &caps, &f.n_capacities);
+        if (r < 0)
+                return r;
+        f.capacities = caps;
+        for (TickStage s = 0; s < _TICK_STAGE_MAX; s++)
+                stages[s] = (MetricsTickStage){ .name = tick_stage_to_string(s),
+                                                .cpu_seconds = (double)m->last_tick_stage_usec[s] /
+                                                               USEC_PER_SEC };
+        f.tick_stages = stages;
+        f.n_tick_stages = _TICK_STAGE_MAX;
         return metrics_text_format(&f, format, ret, ret_len);
 }
 

@@ -182,12 +182,29 @@ static const Family fam_start = { "placed_process_start_time_seconds", FAMILY_GA
                                   "When placed started, since the Unix epoch" };
 static const Family fam_ticks = { "placed_ticks", FAMILY_COUNTER, NULL,
                                   "Ticks run (sample, model, decide, apply)" };
+static const Family fam_quick_ticks = { "placed_quick_ticks", FAMILY_COUNTER, NULL,
+                                        "Of the ticks, the quick ones: brought forward because "
+                                        "something new appeared or a placement is measured" };
 static const Family fam_reloads = { "placed_reloads", FAMILY_COUNTER, NULL,
                                     "Successful configuration reloads" };
 static const Family fam_tick_cost = { "placed_tick_duration_seconds", FAMILY_GAUGE, "seconds",
                                       "How long the last tick took" };
+static const Family fam_tick_stage = { "placed_tick_stage_cpu_seconds", FAMILY_GAUGE, "seconds",
+                                       "CPU time placed spent in each stage of the last tick "
+                                       "(its own thread's clock)" };
 static const Family fam_tick_time = { "placed_last_tick_timestamp_seconds", FAMILY_GAUGE, "seconds",
                                       "When the last tick ran, since the Unix epoch" };
+/* placed_cpu_capacity's HELP says where the figures came from: one per source. */
+static const char *const capacity_help[_TOPO_CAPACITY_SOURCE_MAX] = {
+        [TOPO_CAPACITY_NONE] = "Each online CPU's relative capacity, 1024 = the biggest CPU, "
+                               "and its kind; nothing told the CPUs apart, so all are 1024",
+        [TOPO_CAPACITY_CPU_CAPACITY] = "Each online CPU's relative capacity, 1024 = the biggest "
+                                       "CPU, and its kind; from the kernel's cpu_capacity",
+        [TOPO_CAPACITY_CPPC] = "Each online CPU's relative capacity, 1024 = the biggest CPU, and "
+                               "its kind; from CPPC highest_perf, per kind",
+        [TOPO_CAPACITY_PMU] = "Each online CPU's relative capacity, 1024 = the biggest CPU, and "
+                              "its kind; from the hybrid PMU's kinds, at default ratios",
+};
 static const Family fam_busy = { "placed_cpu_busy_ratio", FAMILY_GAUGE, "ratio",
                                  "Share of the last tick each CPU was busy (/proc/stat)" };
 static const Family fam_residency = { "placed_cpu_idle_residency_ratio", FAMILY_GAUGE, "ratio",
@@ -236,16 +253,28 @@ static void write_process(Writer *w, const MetricsFigures *f) {
                 sample(w, &fam_rss, U(f->process_rss_bytes), NULL);
         sample(w, &fam_start, f->process_start_time_seconds, NULL);
         sample(w, &fam_ticks, U(f->ticks), NULL);
+        sample(w, &fam_quick_ticks, U(f->quick_ticks), NULL);
         sample(w, &fam_reloads, U(f->reloads), NULL);
         if (f->ticks > 0) {
                 sample(w, &fam_tick_cost, f->last_tick_duration_seconds, NULL);
+                for (unsigned i = 0; i < f->n_tick_stages; i++)
+                        sample(w, &fam_tick_stage, f->tick_stages[i].cpu_seconds, "stage",
+                               f->tick_stages[i].name, NULL);
                 sample(w, &fam_tick_time, f->last_tick_timestamp_seconds, NULL);
         }
 }
 
 static void write_cpus(Writer *w, const MetricsFigures *f) {
+        assert((unsigned)f->capacity_source < _TOPO_CAPACITY_SOURCE_MAX);
+        const Family capacity = { "placed_cpu_capacity", FAMILY_GAUGE, NULL,
+                                  capacity_help[f->capacity_source] };
         char cpu[16];
 
+        for (unsigned i = 0; i < f->n_capacities; i++) {
+                snprintf(cpu, sizeof(cpu), "%d", f->capacities[i].cpu);
+                sample(w, &capacity, f->capacities[i].capacity, "cpu", cpu, "kind",
+                       topo_core_kind_to_string(f->capacities[i].kind), NULL);
+        }
         for (unsigned i = 0; i < f->n_cpus; i++) {
                 snprintf(cpu, sizeof(cpu), "%d", f->cpus[i].cpu);
                 sample(w, &fam_busy, f->cpus[i].busy_ratio, "cpu", cpu, NULL);

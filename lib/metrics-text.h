@@ -20,6 +20,7 @@
 #include "group.h"
 #include "idle.h"
 #include "plan.h"
+#include "topology.h"
 
 typedef enum MetricsFormat {
         METRICS_FORMAT_OPENMETRICS, /* OpenMetrics 1.0 text, application/openmetrics-text */
@@ -41,6 +42,19 @@ typedef struct MetricsCpu {
         double state_ratio[IDLE_MAX_STATES]; /* residency over the tick */
         double other_idle_ratio;             /* idle in no cpuidle state */
 } MetricsCpu;
+
+/* One online CPU's kind and capacity (the topology's, read once at start). */
+typedef struct MetricsCpuCapacity {
+        int cpu;
+        TopoCoreKind kind;
+        unsigned capacity; /* 1024 = the biggest CPU */
+} MetricsCpuCapacity;
+
+/* One stage of the last tick and the CPU time it took. */
+typedef struct MetricsTickStage {
+        const char *name; /* "sample", "model", "decide", "apply" */
+        double cpu_seconds;
+} MetricsTickStage;
 
 /* Everything the metrics say, as plain figures. Strings are borrowed. */
 typedef struct MetricsFigures {
@@ -65,9 +79,16 @@ typedef struct MetricsFigures {
         double process_start_time_seconds; /* since the epoch */
 
         uint64_t ticks;
+        uint64_t quick_ticks; /* of those, quick ones */
         uint64_t reloads;
         double last_tick_duration_seconds;
-        double last_tick_timestamp_seconds; /* since the epoch; 0 before the first tick */
+        double last_tick_timestamp_seconds;  /* since the epoch; 0 before the first tick */
+        const MetricsTickStage *tick_stages; /* the last tick's, in the pipeline's order */
+        unsigned n_tick_stages;
+
+        const MetricsCpuCapacity *capacities; /* every online CPU */
+        unsigned n_capacities;
+        TopoCapacitySource capacity_source; /* what the capacities came from */
 
         const MetricsCpu *cpus; /* CPUs with figures for the last tick */
         unsigned n_cpus;

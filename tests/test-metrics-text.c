@@ -26,6 +26,19 @@
 
 static MetricsCpu test_cpus[2];
 
+/* A hybrid machine's CPUs (CPU 5 is offline, so not listed) and a tick's stages. */
+static const MetricsCpuCapacity test_capacities[] = {
+        { .cpu = 0, .kind = TOPO_CORE_PERFORMANCE, .capacity = 1024 },
+        { .cpu = 3, .kind = TOPO_CORE_EFFICIENT, .capacity = 597 },
+        { .cpu = 4, .kind = TOPO_CORE_LOW_POWER, .capacity = 427 },
+};
+static const MetricsTickStage test_stages[] = {
+        { "sample", 0.0004 },
+        { "model", 0.00015 },
+        { "decide", 0.0001 },
+        { "apply", 0.000162 },
+};
+
 /* Figures of a made-up machine: two CPUs, the first with two idle states. */
 static MetricsFigures figures(void) {
         memset(test_cpus, 0, sizeof(test_cpus));
@@ -56,9 +69,15 @@ static MetricsFigures figures(void) {
                 .process_rss_bytes = 15 << 20,
                 .process_start_time_seconds = 1700000000,
                 .ticks = 42,
+                .quick_ticks = 9,
                 .reloads = 1,
                 .last_tick_duration_seconds = 0.000812,
                 .last_tick_timestamp_seconds = 1700000041.5,
+                .tick_stages = test_stages,
+                .n_tick_stages = ELEMENTSOF(test_stages),
+                .capacities = test_capacities,
+                .n_capacities = ELEMENTSOF(test_capacities),
+                .capacity_source = TOPO_CAPACITY_CPPC,
                 .cpus = test_cpus,
                 .n_cpus = 2,
                 .have_energy = true,
@@ -159,8 +178,27 @@ static void test_samples(void **state) {
         assert_line(text, "placed_process_resident_memory_bytes 15728640");
         assert_line(text, "placed_process_start_time_seconds 1700000000");
         assert_line(text, "placed_ticks_total 42");
+        assert_line(text, "placed_quick_ticks_total 9");
         assert_line(text, "placed_reloads_total 1");
         assert_line(text, "placed_tick_duration_seconds 0.000812");
+        assert_line(text, "placed_tick_stage_cpu_seconds{stage=\"sample\"} 0.0004");
+        assert_line(text, "placed_tick_stage_cpu_seconds{stage=\"model\"} 0.00015");
+        assert_line(text, "placed_tick_stage_cpu_seconds{stage=\"decide\"} 0.0001");
+        assert_line(text, "placed_tick_stage_cpu_seconds{stage=\"apply\"} 0.000162");
+        /* the stages in the pipeline's order, after the tick's duration */
+        const char *at = strstr(text, "\nplaced_tick_duration_seconds ");
+        assert_non_null(at);
+        for (size_t i = 0; i < ELEMENTSOF(test_stages); i++) {
+                char label[32];
+                snprintf(label, sizeof(label), "{stage=\"%s\"}", test_stages[i].name);
+                const char *next = strstr(text, label);
+                assert_true(next && next > at);
+                at = next;
+        }
+        assert_line(text, "placed_cpu_capacity{cpu=\"0\",kind=\"performance\"} 1024");
+        assert_line(text, "placed_cpu_capacity{cpu=\"3\",kind=\"efficient\"} 597");
+        assert_line(text, "placed_cpu_capacity{cpu=\"4\",kind=\"low-power\"} 427");
+        assert_no_line_with(text, "placed_cpu_capacity{cpu=\"5\"");
         assert_line(text, "placed_last_tick_timestamp_seconds 1700000041.5");
         assert_line(text, "placed_cpu_busy_ratio{cpu=\"0\"} 0.25");
         assert_line(text, "placed_cpu_busy_ratio{cpu=\"3\"} 1");
@@ -198,6 +236,19 @@ static void test_openmetrics_metadata(void **state) {
         assert_line(text, "# UNIT placed_process_resident_memory_bytes bytes");
         assert_line(text, "# UNIT placed_cpu_busy_ratio ratio");
         assert_no_line_with(text, "# TYPE placed_ticks_total");
+        assert_line(text, "# TYPE placed_quick_ticks counter");
+        assert_line(text, "# HELP placed_quick_ticks Of the ticks, the quick ones: brought forward "
+                          "because something new appeared or a placement is measured");
+        assert_no_line_with(text, "# TYPE placed_quick_ticks_total");
+        assert_line(text, "# TYPE placed_tick_stage_cpu_seconds gauge");
+        assert_line(text, "# UNIT placed_tick_stage_cpu_seconds seconds");
+        assert_line(text, "# HELP placed_tick_stage_cpu_seconds CPU time placed spent in each "
+                          "stage of the last tick (its own thread's clock)");
+        /* the capacity's HELP says what 1024 is and where the figures came from */
+        assert_line(text, "# TYPE placed_cpu_capacity gauge");
+        assert_line(text, "# HELP placed_cpu_capacity Each online CPU's relative capacity, 1024 = "
+                          "the biggest CPU, and its kind; from CPPC highest_perf, per kind");
+        assert_no_line_with(text, "# UNIT placed_cpu_capacity");
         /* info-style families are gauges: promtool 2.42 cannot parse "info" */
         assert_line(text, "# TYPE placed_profile_info gauge");
         /* each family's metadata once, before its samples */
@@ -216,6 +267,16 @@ static void test_prometheus_metadata(void **state) {
         assert_line(text, "# HELP placed_ticks_total Ticks run (sample, model, decide, apply)");
         assert_line(text, "# TYPE placed_process_cpu_seconds_total counter");
         assert_line(text, "# TYPE placed_cpu_busy_ratio gauge");
+        assert_line(text, "# TYPE placed_quick_ticks_total counter");
+        assert_line(text, "# HELP placed_quick_ticks_total Of the ticks, the quick ones: brought "
+                          "forward because something new appeared or a placement is measured");
+        assert_line(text, "# TYPE placed_tick_stage_cpu_seconds gauge");
+        assert_line(text, "# TYPE placed_cpu_capacity gauge");
+        assert_line(text, "# HELP placed_cpu_capacity Each online CPU's relative capacity, 1024 = "
+                          "the biggest CPU, and its kind; from CPPC highest_perf, per kind");
+        assert_line(text, "placed_quick_ticks_total 9");
+        assert_line(text, "placed_tick_stage_cpu_seconds{stage=\"decide\"} 0.0001");
+        assert_line(text, "placed_cpu_capacity{cpu=\"4\",kind=\"low-power\"} 427");
         assert_no_line_with(text, "# UNIT");
         assert_no_line_with(text, "# TYPE placed_ticks counter");
         size_t len = strlen(text);
@@ -228,12 +289,42 @@ static void test_prometheus_metadata(void **state) {
 }
 
 /* Families with nothing to say are left out, not printed without samples. */
+/* placed_cpu_capacity's HELP names each source of the capacities. */
+static void test_capacity_sources(void **state) {
+        static const struct {
+                TopoCapacitySource source;
+                const char *tail;
+        } cases[] = {
+                { TOPO_CAPACITY_NONE, "nothing told the CPUs apart, so all are 1024" },
+                { TOPO_CAPACITY_CPU_CAPACITY, "from the kernel's cpu_capacity" },
+                { TOPO_CAPACITY_CPPC, "from CPPC highest_perf, per kind" },
+                { TOPO_CAPACITY_PMU, "from the hybrid PMU's kinds, at default ratios" },
+        };
+        char line[256];
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                MetricsFigures f = figures();
+                f.capacity_source = cases[i].source;
+                _cleanup_free_ char *text = format(&f, METRICS_FORMAT_PROMETHEUS);
+                snprintf(line, sizeof(line),
+                         "# HELP placed_cpu_capacity Each online CPU's relative capacity, 1024 = "
+                         "the biggest CPU, and its kind; %s",
+                         cases[i].tail);
+                assert_line(text, line);
+                /* the family's metadata once, before its samples */
+                const char *help = strstr(text, "# HELP placed_cpu_capacity ");
+                assert_null(strstr(help + 1, "# HELP placed_cpu_capacity "));
+                assert_true(help < strstr(text, "placed_cpu_capacity{"));
+        }
+}
+
 static void test_left_out(void **state) {
         MetricsFigures f = figures();
         f.n_cpus = 0;
         f.have_energy = false;
         f.process_rss_bytes = 0;
         f.ticks = 0;
+        f.n_capacities = 0;
         _cleanup_free_ char *text = format(&f, METRICS_FORMAT_PROMETHEUS);
         assert_no_line_with(text, "placed_cpu_busy_ratio");
         assert_no_line_with(text, "placed_cpu_idle_residency_ratio");
@@ -241,7 +332,10 @@ static void test_left_out(void **state) {
         assert_no_line_with(text, "placed_process_resident_memory_bytes");
         assert_no_line_with(text, "placed_tick_duration_seconds");
         assert_no_line_with(text, "placed_last_tick_timestamp_seconds");
+        assert_no_line_with(text, "placed_tick_stage_cpu_seconds"); /* no tick yet */
+        assert_no_line_with(text, "placed_cpu_capacity");
         assert_line(text, "placed_ticks_total 0");
+        assert_line(text, "placed_quick_ticks_total 9"); /* a counter is always written */
         assert_line(text, "placed_energy_estimate_active_cpu_seconds_total 57.75");
 
         f.rapl_watts = 23.5;
@@ -434,6 +528,7 @@ int main(void) {
                 cmocka_unit_test(test_samples),
                 cmocka_unit_test(test_openmetrics_metadata),
                 cmocka_unit_test(test_prometheus_metadata),
+                cmocka_unit_test(test_capacity_sources),
                 cmocka_unit_test(test_left_out),
                 cmocka_unit_test_setup_teardown(test_textfile_replaced, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_textfile_links, setup_dir, teardown_dir),

@@ -170,6 +170,40 @@ check_series() {
     ok "series: info, profile, RSS $rss B, CPU $cpu s, $(cpus_online | wc -l) CPUs whose figures sum to 1, counters grow (ticks $t1 -> $t2, sampled wakeups $w1 -> $w2)"
 }
 
+# Each online CPU's kind and capacity as --dump-topology reads them, the HELP
+# naming the source; the last tick's stages, in order, their CPU time within
+# the tick's wall time (one tick's figures: one call); quick ticks a part of
+# the ticks.
+check_topology_and_cost() {
+    "$placed" --dump-topology >"$T/topo.json" || fail "placed --dump-topology"
+    metrics "$T/c.txt" --format prometheus
+    "$om_python" - "$T/topo.json" "$T/c.txt" <<'EOF' || fail "capacity, stage or quick tick series: $(grep -E 'capacity|stage|quick' "$T/c.txt")"
+import json, re, sys
+topo = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+def samples(name):
+    return [(m.group(1) or "", float(m.group(2)))
+            for m in re.finditer(r"^%s(?:\{(.*)\})? (\S+)$" % name, text, re.M)]
+caps = samples("placed_cpu_capacity")
+want = [('cpu="%d",kind="%s"' % (c["cpu"], c["kind"]), float(c["capacity"]))
+        for c in topo["cpus"] if c["kind"] is not None]
+assert caps == want, (caps, want)
+source = {"none": "nothing told the CPUs apart, so all are 1024",
+          "cpu_capacity": "from the kernel's cpu_capacity",
+          "cppc": "from CPPC highest_perf, per kind",
+          "pmu": "from the hybrid PMU's kinds, at default ratios"}[topo["capacity_source"]]
+assert ("# HELP placed_cpu_capacity Each online CPU's relative capacity, 1024 = the biggest "
+        "CPU, and its kind; %s\n" % source) in text, source
+stages = samples("placed_tick_stage_cpu_seconds")
+assert [s[0] for s in stages] == ['stage="%s"' % s for s in ("sample", "model", "decide", "apply")], stages
+duration = samples("placed_tick_duration_seconds")[0][1]
+assert all(s[1] >= 0 for s in stages) and 0 < sum(s[1] for s in stages) <= duration, (stages, duration)
+quick, ticks = samples("placed_quick_ticks_total")[0][1], samples("placed_ticks_total")[0][1]
+assert 0 <= quick <= ticks, (quick, ticks)
+EOF
+    ok "placed_cpu_capacity for $(grep -c '^placed_cpu_capacity{' "$T/c.txt") CPUs as --dump-topology reads them (from $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["capacity_source"])' "$T/topo.json")); the last tick's 4 stages within its duration; quick ticks $(value "$T/c.txt" placed_quick_ticks_total) of $(value "$T/c.txt" placed_ticks_total)"
+}
+
 check_profile_source() {
     "$placectl" --address "$ADDR" profile latency-first || fail "placectl profile latency-first"
     metrics "$T/p.txt"
@@ -340,6 +374,7 @@ check_full_disk() {
 
 check_formats
 check_series
+check_topology_and_cost
 check_profile_source
 check_access_and_errors
 check_pair_and_reload
@@ -373,6 +408,26 @@ enforce_step() {
     pair_stop
     live_check_restored
     ok "enforce: the pair's trial judged and counted ($verdicts), affinities put back"
+    enforce_ticks_as_logged "$prom_dir/enforce.prom" "$T/enforce.log"
+}
+
+# The last textfile (written after every tick) against placed's debug log,
+# which has a line per tick with its kind and its stages' CPU time: as many
+# ticks and quick ticks, and the last tick's stages to the microsecond.
+enforce_ticks_as_logged() { # TEXTFILE LOG
+    local ticks quick
+    ticks=$(grep -Ec 'Tick: [0-9]+ tasks, [0-9]+ groups, (regular|quick); CPU time: ' "$2") || true
+    quick=$(grep -Ec 'Tick: [0-9]+ tasks, [0-9]+ groups, quick; CPU time: ' "$2") || true
+    [ "$(value "$1" placed_ticks_total)" = "$ticks" ] || fail "placed_ticks_total $(value "$1" placed_ticks_total), $ticks ticks logged"
+    [ "$(value "$1" placed_quick_ticks_total)" = "$quick" ] || fail "placed_quick_ticks_total $(value "$1" placed_quick_ticks_total), $quick quick ticks logged"
+    local last stage us logged
+    last=$(grep -E 'Tick: [0-9]+ tasks, [0-9]+ groups, (regular|quick); CPU time: ' "$2" | tail -n 1)
+    for stage in sample model decide apply; do
+        us=$(awk -v v="$(value "$1" "placed_tick_stage_cpu_seconds{stage=\"$stage\"}")" 'BEGIN { printf "%.0f", v * 1e6 }')
+        logged=$(sed -n "s/.* $stage \([0-9]*\) us.*/\1/p" <<<"$last")
+        [ "$us" = "$logged" ] || fail "placed_tick_stage_cpu_seconds{stage=\"$stage\"} is $us us, the last tick logged $logged: $last"
+    done
+    ok "enforce: the textfile's $ticks ticks ($quick quick) and the last tick's stages are what placed logged (${last#*CPU time: })"
 }
 if [ "$as_root" = yes ]; then
     enforce_step
