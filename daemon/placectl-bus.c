@@ -152,13 +152,29 @@ static int read_holds(sd_bus_message *reply, json_object *v) {
         return sd_bus_message_exit_container(reply);
 }
 
-/* Reads a basic value of type contents ("s", "t", "d", "u") into *ret. Return: >= 0 or -errno. */
+/* Reads the TickStagesUSec property into a JSON object { stage: us }, in its order. */
+static int read_tick_stages(sd_bus_message *reply, json_object *v) {
+        const char *stage;
+        uint64_t usec;
+        int r = sd_bus_message_enter_container(reply, 'a', PLACED_TICK_STAGE);
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, PLACED_TICK_STAGE, &stage, &usec)) > 0)
+                json_object_object_add(v, stage, json_object_new_uint64(usec));
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
+}
+
+/* Reads a basic value of type contents ("s", "t", "d", "u", "b") into *ret. Return: >= 0 or -errno.
+ */
 static int read_basic(sd_bus_message *reply, const char *contents, json_object **ret) {
         union {
                 const char *s;
                 uint64_t t;
                 double d;
                 uint32_t u;
+                int b;
         } x;
         int r = sd_bus_message_read_basic(reply, contents[0], &x);
         if (r < 0)
@@ -172,6 +188,9 @@ static int read_basic(sd_bus_message *reply, const char *contents, json_object *
                 break;
         case 'd':
                 *ret = json_object_new_double(x.d);
+                break;
+        case 'b':
+                *ret = json_object_new_boolean(x.b);
                 break;
         default:
                 *ret = json_object_new_int64(x.u);
@@ -191,7 +210,7 @@ static int status_read_value(sd_bus_message *reply, const char *key, json_object
         if (r < 0)
                 return r;
 
-        if (strlen(contents) == 1 && strchr("stdu", contents[0]))
+        if (strlen(contents) == 1 && strchr("stdub", contents[0]))
                 r = read_basic(reply, contents, &v);
         else if (strcmp(contents, "as") == 0)
                 r = read_strings(reply, v = json_object_new_array());
@@ -199,6 +218,8 @@ static int status_read_value(sd_bus_message *reply, const char *key, json_object
                 r = read_holds(reply, v = json_object_new_array());
         else if (strcmp(contents, PLACED_FOLLOW) == 0)
                 r = read_follow(reply, &v);
+        else if (strcmp(contents, PLACED_SIG_TICK_STAGES) == 0)
+                r = read_tick_stages(reply, v = json_object_new_object());
         else
                 r = sd_bus_message_skip(reply, contents); /* newer daemon, unknown type */
         if (r >= 0)
@@ -324,20 +345,16 @@ static int read_group(sd_bus_message *reply, json_object **ret) {
 }
 
 /*
- * Calls method and reads its array reply of element type (a struct) with
- * read_one into a JSON array. Return: 0 with *ret, or an exit code.
+ * Reads an array reply of element type (a struct) with read_one into a JSON
+ * array. Return: 0 with *ret, or an exit code.
  */
-static int fetch_array(sd_bus *bus, const char *method, const char *element,
-                       int (*read_one)(sd_bus_message *reply, json_object **ret),
-                       json_object **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+static int read_array(sd_bus_message *reply, const char *element,
+                      int (*read_one)(sd_bus_message *reply, json_object **ret),
+                      json_object **ret) {
         json_object *item;
 
-        int r = pctl_call(bus, method, &reply, NULL);
-        if (r != 0)
-                return r;
         _cleanup_(json_object_putp) json_object *array = json_object_new_array();
-        r = sd_bus_message_enter_container(reply, 'a', element);
+        int r = sd_bus_message_enter_container(reply, 'a', element);
         if (r < 0)
                 return pctl_parse_error(r);
         while ((r = read_one(reply, &item)) > 0)
@@ -346,6 +363,19 @@ static int fetch_array(sd_bus *bus, const char *method, const char *element,
                 return pctl_parse_error(r);
         *ret = TAKE_PTR(array);
         return 0;
+}
+
+/* Calls method and reads its array reply (see read_array()). Return: 0 with *ret, or an exit code.
+ */
+static int fetch_array(sd_bus *bus, const char *method, const char *element,
+                       int (*read_one)(sd_bus_message *reply, json_object **ret),
+                       json_object **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        int r = pctl_call(bus, method, &reply, NULL);
+        if (r != 0)
+                return r;
+        return read_array(reply, element, read_one, ret);
 }
 
 int pctl_fetch_groups(sd_bus *bus, json_object **ret) {
@@ -406,6 +436,43 @@ static int read_cpu(sd_bus_message *reply, json_object **ret) {
 
 int pctl_fetch_cpus(sd_bus *bus, json_object **ret) {
         return fetch_array(bus, "CpuStats", PLACED_CPU, read_cpu, ret);
+}
+
+/* ---- CpuTopology() ----------------------------------------------------- */
+
+/* Reads one CPU's kind, capacity and domains. Return: >0 read, 0 at the end, <0 error. */
+static int read_cpu_topo(sd_bus_message *reply, json_object **ret) {
+        uint32_t cpu, capacity, core, llc, node;
+        const char *kind;
+
+        int r = sd_bus_message_read(reply, PLACED_CPU_TOPO, &cpu, &kind, &capacity, &core, &llc,
+                                    &node);
+        if (r <= 0)
+                return r;
+        json_object *c = json_object_new_object();
+        json_object_object_add(c, "cpu", json_object_new_int64(cpu));
+        json_object_object_add(c, "kind", json_object_new_string(kind));
+        json_object_object_add(c, "capacity", json_object_new_int64(capacity));
+        json_object_object_add(c, "core", json_object_new_int64(core));
+        json_object_object_add(c, "llc", json_object_new_int64(llc));
+        json_object_object_add(c, "node", json_object_new_int64(node));
+        *ret = c;
+        return 1;
+}
+
+int pctl_fetch_topology(sd_bus *bus, json_object **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        int r = sd_bus_call_method(bus, PLACED_BUS_NAME, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
+                                   "CpuTopology", &error, &reply, NULL);
+        if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD)) {
+                *ret = NULL; /* a placed older than CpuTopology() */
+                return 0;
+        }
+        if (r < 0)
+                return report_error(&error, r, "CpuTopology");
+        return read_array(reply, PLACED_CPU_TOPO, read_cpu_topo, ret);
 }
 
 /* ---- WakeGraph() ------------------------------------------------------- */

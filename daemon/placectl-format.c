@@ -73,11 +73,123 @@ json_object *group_classes(json_object *groups) {
         return o;
 }
 
-static void print_cpu_line(json_object *c) {
+/* ---- status: the topology (CpuTopology(), NULL from an older placed) ---- */
+
+/* The kinds of core, biggest first, as placed names them. */
+static const char *const core_kinds[] = { "performance", "efficient", "low-power" };
+
+/* How many CPUs of a kind, and their capacities' range. */
+typedef struct KindSummary {
+        int64_t n, min_capacity, max_capacity;
+} KindSummary;
+
+static void topology_kinds(json_object *topology, KindSummary ret[ELEMENTSOF(core_kinds)]) {
+        for (size_t k = 0; k < ELEMENTSOF(core_kinds); k++)
+                ret[k] = (KindSummary){ 0 };
+        for (size_t i = 0; i < json_object_array_length(topology); i++) {
+                json_object *c = json_object_array_get_idx(topology, i);
+                int64_t capacity = json_get_int(c, "capacity");
+                for (size_t k = 0; k < ELEMENTSOF(core_kinds); k++) {
+                        if (strcmp(json_get_str(c, "kind"), core_kinds[k]) != 0)
+                                continue;
+                        KindSummary *s = &ret[k];
+                        s->min_capacity = s->n == 0 ? capacity : MIN(s->min_capacity, capacity);
+                        s->max_capacity = s->n == 0 ? capacity : MAX(s->max_capacity, capacity);
+                        s->n++;
+                }
+        }
+}
+
+/* The number of domains (LLCs, nodes) the CPUs name by key: their dense indexes' highest + 1. */
+static int64_t topology_domains(json_object *topology, const char *key) {
+        int64_t n = 0;
+        for (size_t i = 0; i < json_object_array_length(topology); i++)
+                n = MAX(n, json_get_int(json_object_array_get_idx(topology, i), key) + 1);
+        return n;
+}
+
+/* The CPU's entry in topology, or NULL. */
+static json_object *topology_cpu(json_object *topology, int64_t cpu) {
+        for (size_t i = 0; i < json_object_array_length(topology); i++) {
+                json_object *c = json_object_array_get_idx(topology, i);
+                if (json_get_int(c, "cpu") == cpu)
+                        return c;
+        }
+        return NULL;
+}
+
+/* Whether the CPUs differ in kind or capacity: placed's Asymmetric property. */
+static bool status_asymmetric(json_object *status) {
+        json_object *v;
+        return json_object_object_get_ex(status, "Asymmetric", &v) && json_object_get_boolean(v);
+}
+
+/* "Topology: 22 CPUs, 2 LLCs; kinds: 12 performance (1024), 8 efficient (649), ...". */
+static void print_topology_line(json_object *status, json_object *topology) {
+        size_t n = json_object_array_length(topology);
+        int64_t llcs = topology_domains(topology, "llc"),
+                nodes = topology_domains(topology, "node");
+        KindSummary kinds[ELEMENTSOF(core_kinds)];
+
+        printf("\n     Topology: %zu CPU%s, %" PRId64 " LLC%s", n, n == 1 ? "" : "s", llcs,
+               llcs == 1 ? "" : "s");
+        if (nodes > 1)
+                printf(", %" PRId64 " NUMA nodes", nodes);
+        if (!status_asymmetric(status)) {
+                printf("; all alike");
+                return;
+        }
+        topology_kinds(topology, kinds);
+        const char *sep = "; kinds: ";
+        for (size_t k = 0; k < ELEMENTSOF(core_kinds); k++) {
+                if (kinds[k].n == 0)
+                        continue;
+                printf("%s%" PRId64 " %s (%" PRId64, sep, kinds[k].n, core_kinds[k],
+                       kinds[k].min_capacity);
+                if (kinds[k].max_capacity != kinds[k].min_capacity)
+                        printf("-%" PRId64, kinds[k].max_capacity);
+                printf(")");
+                sep = ", ";
+        }
+        printf("; capacity from %s", json_get_str(status, "CapacitySource"));
+}
+
+/* { llcs, nodes, kinds: { KIND: { count, capacity_min, capacity_max } }, cpus: [...] }. */
+static json_object *topology_to_json(json_object *topology) {
+        KindSummary kinds[ELEMENTSOF(core_kinds)];
+        json_object *o = json_object_new_object(), *by_kind = json_object_new_object();
+
+        topology_kinds(topology, kinds);
+        for (size_t k = 0; k < ELEMENTSOF(core_kinds); k++) {
+                if (kinds[k].n == 0)
+                        continue;
+                json_object *kind = json_object_new_object();
+                json_object_object_add(kind, "count", json_object_new_int64(kinds[k].n));
+                json_object_object_add(kind, "capacity_min",
+                                       json_object_new_int64(kinds[k].min_capacity));
+                json_object_object_add(kind, "capacity_max",
+                                       json_object_new_int64(kinds[k].max_capacity));
+                json_object_object_add(by_kind, core_kinds[k], kind);
+        }
+        json_object_object_add(o, "llcs", json_object_new_int64(topology_domains(topology, "llc")));
+        json_object_object_add(o, "nodes",
+                               json_object_new_int64(topology_domains(topology, "node")));
+        json_object_object_add(o, "kinds", by_kind);
+        json_object_object_add(o, "cpus", json_object_get(topology));
+        return o;
+}
+
+/* ---- status: the rest ------------------------------------------------- */
+
+/* One CPU's line; kind: its kind of core, shown where the CPUs differ (NULL: not shown). */
+static void print_cpu_line(json_object *c, const char *kind) {
         json_object *states = NULL;
         json_object_object_get_ex(c, "states", &states);
-        printf("cpu%-3" PRId64 " busy %3.0f%%  wakeups %5.0f/s", json_get_int(c, "cpu"),
-               STATUS_PCT(json_get_double(c, "busy")), json_get_double(c, "wakeups_per_sec"));
+        printf("cpu%-3" PRId64, json_get_int(c, "cpu"));
+        if (kind)
+                printf(" %-11s", kind);
+        printf(" busy %3.0f%%  wakeups %5.0f/s", STATUS_PCT(json_get_double(c, "busy")),
+               json_get_double(c, "wakeups_per_sec"));
         for (size_t s = 0; s < json_object_array_length(states); s++) {
                 json_object *st = json_object_array_get_idx(states, s);
                 printf("  %s %.0f%%", json_get_str(st, "name"),
@@ -86,8 +198,12 @@ static void print_cpu_line(json_object *c) {
         printf("\n");
 }
 
-/* One line per CPU; above STATUS_CPUS_ALL CPUs only the busy ones, the rest summed up. */
-static void print_cpus(json_object *cpus) {
+/*
+ * One line per CPU, with its kind where the CPUs differ (kinds: the
+ * topology, else NULL); above STATUS_CPUS_ALL CPUs only the busy ones, the
+ * rest summed up.
+ */
+static void print_cpus(json_object *cpus, json_object *kinds) {
         size_t n = json_object_array_length(cpus), n_quiet = 0;
         double busy = 0, wakeups = 0, deepest = 0;
 
@@ -99,7 +215,8 @@ static void print_cpus(json_object *cpus) {
         for (size_t i = 0; i < n; i++) {
                 json_object *c = json_object_array_get_idx(cpus, i);
                 if (n <= STATUS_CPUS_ALL || json_get_double(c, "busy") >= STATUS_BUSY_SHOWN) {
-                        print_cpu_line(c);
+                        json_object *t = kinds ? topology_cpu(kinds, json_get_int(c, "cpu")) : NULL;
+                        print_cpu_line(c, t ? json_get_str(t, "kind") : kinds ? "?" : NULL);
                         continue;
                 }
                 n_quiet++;
@@ -114,8 +231,27 @@ static void print_cpus(json_object *cpus) {
                        wakeups / (double)n_quiet, STATUS_PCT(deepest / (double)n_quiet));
 }
 
+/* "ticks 1234 (56 quick), last took 812 us: sample 400, ... us CPU", as much as placed said. */
+static void print_ticks(json_object *status) {
+        json_object *stages;
+
+        printf("ticks %s", json_get_str(status, "Ticks"));
+        if (json_object_object_get_ex(status, "QuickTicks", NULL))
+                printf(" (%s quick)", json_get_str(status, "QuickTicks"));
+        printf(", last took %s us", json_get_str(status, "TickCostUSec"));
+        if (!json_object_object_get_ex(status, "TickStagesUSec", &stages) ||
+            json_object_object_length(stages) == 0)
+                return;
+        const char *sep = ": ";
+        json_object_object_foreach(stages, stage, usec) {
+                printf("%s%s %s", sep, stage, json_object_get_string(usec));
+                sep = ", ";
+        }
+        printf(" us CPU");
+}
+
 void print_status_text(json_object *status, size_t n_groups, json_object *classes,
-                       json_object *cpus) {
+                       json_object *cpus, json_object *topology) {
         json_object *profiles, *holds;
 
         printf("      Profile: ");
@@ -182,15 +318,18 @@ void print_status_text(json_object *status, size_t n_groups, json_object *classe
         double watts = json_get_double(status, "EnergyWatts");
         if (watts >= 0)
                 printf(", RAPL %.1f W", watts);
-        printf("\n     Counters: placement changes %s, reloads %s, ticks %s (last took %s us)\n",
-               json_get_str(status, "PlacementChanges"), json_get_str(status, "Reloads"),
-               json_get_str(status, "Ticks"), json_get_str(status, "TickCostUSec"));
-        printf("      Version: %s\n", json_get_str(status, "Version"));
-        print_cpus(cpus);
+        if (topology)
+                print_topology_line(status, topology);
+        printf("\n     Counters: placement changes %s, reloads %s, ",
+               json_get_str(status, "PlacementChanges"), json_get_str(status, "Reloads"));
+        print_ticks(status);
+        printf("\n      Version: %s\n", json_get_str(status, "Version"));
+        print_cpus(cpus, topology && status_asymmetric(status) ? topology : NULL);
 }
 
 /* JSON keys in snake_case, as the rest of placed's JSON. */
-json_object *status_to_json(json_object *status, json_object *classes, json_object *cpus) {
+json_object *status_to_json(json_object *status, json_object *classes, json_object *cpus,
+                            json_object *topology) {
         static const char *const keys[][2] = {
                 { "Version", "version" },
                 { "ActiveProfile", "active_profile" },
@@ -210,8 +349,12 @@ json_object *status_to_json(json_object *status, json_object *classes, json_obje
                 { "PlacementChanges", "placement_changes" },
                 { "Reloads", "reloads" },
                 { "Ticks", "ticks" },
+                { "QuickTicks", "quick_ticks" },
                 { "TickCostUSec", "tick_cost_usec" },
+                { "TickStagesUSec", "tick_stages_usec" },
                 { "EnergyEstimate", "energy_estimate" },
+                { "CapacitySource", "capacity_source" },
+                { "Asymmetric", "asymmetric" },
         };
         json_object *o = json_object_new_object(), *v;
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
@@ -221,6 +364,18 @@ json_object *status_to_json(json_object *status, json_object *classes, json_obje
         json_object_object_add(o, "energy_watts",
                                watts >= 0 ? json_object_new_double(watts) : NULL);
         json_object_object_add(o, "group_classes", json_object_get(classes));
+        json_object_object_add(o, "topology", topology ? topology_to_json(topology) : NULL);
+        /* Each CPU's kind and capacity beside its figures. */
+        for (size_t i = 0; topology && i < json_object_array_length(cpus); i++) {
+                json_object *c = json_object_array_get_idx(cpus, i);
+                json_object *t = topology_cpu(topology, json_get_int(c, "cpu"));
+                if (!t)
+                        continue;
+                json_object_object_get_ex(t, "kind", &v);
+                json_object_object_add(c, "kind", json_object_get(v));
+                json_object_object_get_ex(t, "capacity", &v);
+                json_object_object_add(c, "capacity", json_object_get(v));
+        }
         json_object_object_add(o, "cpus", json_object_get(cpus));
         return o;
 }

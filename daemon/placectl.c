@@ -32,8 +32,9 @@ static void help(void) {
                "\n"
                "Commands:\n"
                "  status                    Profile, mode, holds, wake sampler and its cost,\n"
-               "                            groups, energy, and per CPU busy time, wakeups\n"
-               "                            and idle-state residency\n"
+               "                            groups, energy, the CPUs' kinds, what a tick\n"
+               "                            costs, and per CPU busy time, wakeups and\n"
+               "                            idle-state residency\n"
                "  profile                   Print the active profile\n"
                "  profile NAME              Select profile NAME (power-first, balanced,\n"
                "                            latency-first, or one of your own); it wins over\n"
@@ -114,20 +115,24 @@ static int verb_profile(sd_bus *bus, const Args *a, int argc, char **argv) {
 }
 
 static int verb_status(sd_bus *bus, const Args *a, int argc, char **argv) {
-        _cleanup_(json_object_putp) json_object *status = NULL, *groups = NULL, *cpus = NULL;
+        _cleanup_(json_object_putp) json_object *status = NULL, *groups = NULL, *cpus = NULL,
+                                                *topology = NULL;
 
         int r = pctl_fetch_status(bus, &status);
         if (r == 0)
                 r = pctl_fetch_groups(bus, &groups);
         if (r == 0)
                 r = pctl_fetch_cpus(bus, &cpus);
+        if (r == 0)
+                r = pctl_fetch_topology(bus, &topology);
         if (r != 0)
                 return r;
         _cleanup_(json_object_putp) json_object *classes = group_classes(groups);
         if (a->json)
-                print_json(status_to_json(status, classes, cpus));
+                print_json(status_to_json(status, classes, cpus, topology));
         else
-                print_status_text(status, json_object_array_length(groups), classes, cpus);
+                print_status_text(status, json_object_array_length(groups), classes, cpus,
+                                  topology);
         return EXIT_OK;
 }
 

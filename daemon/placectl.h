@@ -60,12 +60,14 @@ int pctl_parse_error(int r);
 /*
  * What placed publishes, as JSON (each Return: 0 with *ret, or an exit
  * code): every property by its D-Bus name (GetAll); ListGroups() as an array
- * of groups; CpuStats() as an array of CPUs; WakeGraph() as { "tasks":
- * [...], "edges": [...] }.
+ * of groups; CpuStats() as an array of CPUs; CpuTopology() as an array of
+ * { cpu, kind, capacity, core, llc, node }, *ret NULL from a placed too old
+ * to have it; WakeGraph() as { "tasks": [...], "edges": [...] }.
  */
 int pctl_fetch_status(sd_bus *bus, json_object **ret);
 int pctl_fetch_groups(sd_bus *bus, json_object **ret);
 int pctl_fetch_cpus(sd_bus *bus, json_object **ret);
+int pctl_fetch_topology(sd_bus *bus, json_object **ret);
 int pctl_fetch_graph(sd_bus *bus, json_object **ret);
 
 /* ---- placectl-format.c ------------------------------------------------- */
@@ -84,10 +86,12 @@ void print_text_escaped(const char *s);
 /* { "pair": N, ... } for the classes present, in the order pair, fanout, mesh, solo. */
 json_object *group_classes(json_object *groups);
 
-/* status: the text form, and the JSON form (snake_case keys). */
+/* status: the text form, and the JSON form (snake_case keys). topology: NULL from an older placed.
+ */
 void print_status_text(json_object *status, size_t n_groups, json_object *classes,
-                       json_object *cpus);
-json_object *status_to_json(json_object *status, json_object *classes, json_object *cpus);
+                       json_object *cpus, json_object *topology);
+json_object *status_to_json(json_object *status, json_object *classes, json_object *cpus,
+                            json_object *topology);
 
 /* groups: the table. */
 void print_groups_table(json_object *groups);

@@ -363,14 +363,74 @@ check_holds() {
     ok "a hold ends when its client is killed with SIGKILL"
 }
 
+# topology_line SYSFS_ROOT: the Topology line placectl status should print,
+# from what placed --dump-topology reads there.
+topology_line() {
+    "$placed" --dump-topology --sysfs-root "$1" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+cpus = [c for c in t["cpus"] if c["kind"] is not None]
+n, llcs, nodes = len(cpus), t["llc_count"], t["nodes"]
+line = "     Topology: %d CPU%s, %d LLC%s" % (n, "" if n == 1 else "s", llcs, "" if llcs == 1 else "s")
+if nodes > 1:
+    line += ", %d NUMA nodes" % nodes
+if not t["asymmetric"]:
+    print(line + "; all alike")
+    sys.exit()
+kinds = []
+for k in ("performance", "efficient", "low-power"):
+    caps = [c["capacity"] for c in cpus if c["kind"] == k]
+    if caps:
+        lo, hi = min(caps), max(caps)
+        kinds.append("%d %s (%s)" % (len(caps), k, lo if lo == hi else "%d-%d" % (lo, hi)))
+print(line + "; kinds: " + ", ".join(kinds) + "; capacity from " + t["capacity_source"])'
+}
+# The Counters line: ticks, quick ticks, the last tick's wall time and its stages' CPU time.
+counters_re='^     Counters: placement changes [0-9]+, reloads [0-9]+, ticks [0-9]+ \([0-9]+ quick\), last took [0-9]+ us: sample [0-9]+, model [0-9]+, decide [0-9]+, apply [0-9]+ us CPU$'
+# status_json_topology FILE SYSFS_ROOT: placectl status --json's topology, capacity
+# source, asymmetry and tick fields, against --dump-topology of the same root.
+status_json_topology() {
+    "$placed" --dump-topology --sysfs-root "$2" >"$T/topo.json" || fail "--dump-topology --sysfs-root $2"
+    python3 - "$1" "$T/topo.json" <<'EOF' || fail "status --json (topology, ticks): $(cat "$1")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+cpus = [{k: c[k] for k in ("cpu", "kind", "capacity", "core", "llc", "node")}
+        for c in t["cpus"] if c["kind"] is not None]
+assert d["capacity_source"] == t["capacity_source"], d["capacity_source"]
+assert d["asymmetric"] is t["asymmetric"], d["asymmetric"]
+topo = d["topology"]
+assert topo["cpus"] == cpus, (topo["cpus"], cpus)
+assert topo["llcs"] == t["llc_count"] and topo["nodes"] == t["nodes"], topo
+for kind, v in topo["kinds"].items():
+    caps = [c["capacity"] for c in cpus if c["kind"] == kind]
+    assert v == {"count": len(caps), "capacity_min": min(caps), "capacity_max": max(caps)}, (kind, v)
+assert sum(v["count"] for v in topo["kinds"].values()) == len(cpus), topo["kinds"]
+by_cpu = {c["cpu"]: c for c in cpus}
+for c in d["cpus"]:  # each CPU's figures carry its kind and capacity
+    assert (c["kind"], c["capacity"]) == (by_cpu[c["cpu"]]["kind"], by_cpu[c["cpu"]]["capacity"]), c
+assert list(d["tick_stages_usec"]) == ["sample", "model", "decide", "apply"], d["tick_stages_usec"]
+assert all(isinstance(v, int) and v >= 0 for v in d["tick_stages_usec"].values()), d["tick_stages_usec"]
+assert isinstance(d["quick_ticks"], int) and 0 <= d["quick_ticks"] <= d["ticks"], d
+EOF
+}
+
 check_placectl_misc() {
     pc_rc 0 status
-    for k in Profile Mode Holds Groups Version; do
+    for k in Profile Mode Holds Groups Topology Version; do
         grep -q "^ *$k:" "$T/pc.out" || fail "status lacks $k: $(cat "$T/pc.out")"
     done
+    local want
+    want=$(topology_line /)
+    grep -qxF "$want" "$T/pc.out" || fail "status lacks '$want': $(cat "$T/pc.out")"
+    grep -Eq "$counters_re" "$T/pc.out" || fail "status Counters line: $(grep Counters "$T/pc.out")"
+    if [ "$(prop Asymmetric)" = "b false" ]; then # kinds only where the CPUs differ
+        grep -Eq '^cpu[0-9]+ +(performance|efficient|low-power) ' "$T/pc.out" && fail "per-CPU lines show a kind on a symmetric machine: $(cat "$T/pc.out")"
+    fi
     pc_rc 0 --json status
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["mode"]=="advise" and d["active_profile"]=="balanced" and d["holds"]==[] and "ticks" in d' "$T/pc.out" ||
         fail "status --json: $(cat "$T/pc.out")"
+    status_json_topology "$T/pc.out" /
     PLACED_BUS_ADDRESS=$ADDR "$placectl" profile >/dev/null || fail "PLACED_BUS_ADDRESS not honoured"
     pc_rc 2 graph --dot extra
     pc_rc 2 graph --dot --json
@@ -687,6 +747,92 @@ for cpu, kind, capacity, core, llc, node in cpus:
 assert kinds == {"performance": {1024}, "efficient": {649}, "low-power": {427}}, kinds
 assert len(cpus) == 22 and {c[4] for c in cpus} == {0, 1}, cpus' || fail "CpuTopology on topo-mtl: $(bj CpuTopology)"
     ok "CpuTopology on a hybrid fixture: 12 performance (1024), 8 efficient (649), 2 low-power (427); cppc, asymmetric"
+
+    # placectl status: the kinds on the Topology line and on each CPU's line
+    # (per-CPU figures from a made-up /proc of 22 CPUs whose counters move).
+    fake_proc "$T/hybrid-proc" 22 &
+    local fake=$!
+    at_exit "kill $fake 2>/dev/null"
+    hybrid_cpu_lines() { pc_rc 0 status && [ "$(grep -c '^cpu[0-9]' "$T/pc.out")" = 22 ]; }
+    wait_for 5 hybrid_cpu_lines || fail "status on topo-mtl has not 22 CPU lines: $(cat "$T/pc.out")"
+    grep -qxF '     Topology: 22 CPUs, 2 LLCs; kinds: 12 performance (1024), 8 efficient (649), 2 low-power (427); capacity from cppc' "$T/pc.out" ||
+        fail "status Topology line on topo-mtl: $(grep Topology "$T/pc.out")"
+    [ "$(topology_line "$fx")" = "$(grep Topology "$T/pc.out")" ] || fail "topology_line disagrees: $(topology_line "$fx")"
+    grep -Eq "$counters_re" "$T/pc.out" || fail "status Counters line: $(grep Counters "$T/pc.out")"
+    local cpu kind line
+    line=$(grep Topology "$T/pc.out" | sed 's/^ *//')
+    for cpu in 0 1 2 9 10 19 20 21; do
+        kind=$(python3 -c 'import json,sys; print(next(c["kind"] for c in json.load(open(sys.argv[1]))["cpus"] if c["cpu"] == int(sys.argv[2])))' "$T/topo.json" "$cpu")
+        grep -Eq "^cpu$cpu +$kind +busy +[0-9]+%  wakeups " "$T/pc.out" || fail "status: cpu$cpu is not shown $kind: $(grep "^cpu$cpu " "$T/pc.out")"
+    done
+    pc_rc 0 --json status
+    status_json_topology "$T/pc.out" "$fx"
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["capacity_source"] == "cppc" and d["asymmetric"] is True, d
+assert d["topology"]["kinds"] == {"performance": {"count": 12, "capacity_min": 1024, "capacity_max": 1024},
+                                  "efficient": {"count": 8, "capacity_min": 649, "capacity_max": 649},
+                                  "low-power": {"count": 2, "capacity_min": 427, "capacity_max": 427}}, d["topology"]
+assert len(d["cpus"]) == 22 and d["cpus"][20]["kind"] == "low-power", d["cpus"]' "$T/pc.out" ||
+        fail "status --json on topo-mtl: $(cat "$T/pc.out")"
+    kill $fake
+    wait $fake 2>/dev/null || true
+    ok "placectl status on the hybrid fixture: $line; each CPU's kind on its line and in --json"
+}
+
+# fake_proc DIR N: DIR/stat and DIR/interrupts of N CPUs whose counters move
+# every 50 ms (each CPU a tenth busy), so a fixture tree gets per-CPU figures.
+# Runs until killed.
+fake_proc() {
+    local dir=$1 n=$2 t=0 c
+    mkdir -p "$dir"
+    while :; do
+        t=$((t + 10))
+        {
+            echo "cpu  0 0 0 0"
+            for ((c = 0; c < n; c++)); do echo "cpu$c $t 0 0 $((9 * t)) 0 0 0 0 0 0"; done
+        } >"$dir/stat.new"
+        mv "$dir/stat.new" "$dir/stat"
+        {
+            for ((c = 0; c < n; c++)); do printf '       CPU%d' "$c"; done
+            printf '\n  0:'
+            for ((c = 0; c < n; c++)); do printf ' %10d' "$t"; done
+            printf '  IO-APIC  timer\n'
+        } >"$dir/interrupts.new"
+        mv "$dir/interrupts.new" "$dir/interrupts"
+        sleep 0.05
+    done
+}
+
+# placectl against a placed older than CpuTopology() and the tick properties
+# (tests/helpers/bus-helper old-placed): status prints what there is.
+check_old_placed() {
+    local helper=$PLACED_BUILD/helpers/bus-helper
+    if [ ! -x "$helper" ]; then
+        echo "note: no $helper (make check builds it), the older placed is not checked"
+        return
+    fi
+    "$helper" "$ADDR" old-placed >"$T/old.out" 2>&1 &
+    local old=$!
+    at_exit "kill $old 2>/dev/null"
+    wait_for 5 grep -q '^ready$' "$T/old.out" || fail "bus-helper old-placed did not start: $(cat "$T/old.out")"
+    pc_rc 0 status
+    grep -qx '     Counters: placement changes 0, reloads 0, ticks 42, last took 812 us' "$T/pc.out" ||
+        fail "status from an older placed, Counters: $(cat "$T/pc.out")"
+    ! grep -q 'Topology:' "$T/pc.out" || fail "status from an older placed shows a topology: $(cat "$T/pc.out")"
+    grep -Eq '^cpu0   busy  25%  wakeups   100/s$' "$T/pc.out" || fail "status from an older placed, CPU line: $(cat "$T/pc.out")"
+    pc_rc 0 --json status
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["topology"] is None and d["ticks"] == 42 and d["tick_cost_usec"] == 812, d
+assert not {"quick_ticks", "tick_stages_usec", "capacity_source", "asymmetric"} & set(d), d
+assert d["cpus"] == [{"cpu": 0, "busy": 0.25, "wakeups_per_sec": 100.0, "deepest_idle_share": 0.0, "states": []}], d["cpus"]' "$T/pc.out" ||
+        fail "status --json from an older placed: $(cat "$T/pc.out")"
+    kill $old
+    wait $old 2>/dev/null || true
+    ok "placectl status from an older placed (no CpuTopology): no Topology line, ticks without their parts, JSON topology null"
 }
 
 check_name_taken() {
@@ -739,5 +885,6 @@ check_name_taken
 check_restore_enforce
 check_hybrid_topology
 check_bus_fallbacks
+check_old_placed
 grep -q 'AddressSanitizer\|runtime error' "$T/placed.log" && { cat "$T/placed.log"; fail "sanitizer report"; }
 echo "all D-Bus checks passed"

@@ -10,6 +10,12 @@
  *       one client that asks placed for N profile holds on one connection,
  *       prints "ok COOKIE" or "error NAME" per call, then stays connected
  *       until stdin closes.
+ *   bus-helper ADDRESS old-placed
+ *       owns org.placed1 and serves what a placed older than CpuTopology()
+ *       served, with fixed figures (Ticks 42, TickCostUSec 812, one CPU in
+ *       CpuStats()): no CpuTopology(), QuickTicks, TickStagesUSec,
+ *       CapacitySource or Asymmetric, for placectl's handling of an older
+ *       daemon (tests/test-dbus.sh).
  *
  * The names and signatures are lib/bus-contract.h's, as placed's and
  * placectl's.
@@ -114,6 +120,98 @@ static int run_polkit(sd_bus *bus) {
         }
 }
 
+/* ---- An older placed ---- */
+
+static int old_get_string(sd_bus *bus, const char *path, const char *interface,
+                          const char *property, sd_bus_message *reply, void *userdata,
+                          sd_bus_error *error) {
+        const char *v = strcmp(property, "ActiveProfile") == 0         ? "balanced"
+                        : strcmp(property, "ActiveProfileSource") == 0 ? "configured"
+                        : strcmp(property, "ActiveProfileReason") == 0 ? "configured"
+                        : strcmp(property, "Mode") == 0                ? "advise"
+                        : strcmp(property, "WakeSource") == 0          ? "none"
+                                                                       : "0.0.9";
+        return sd_bus_message_append(reply, "s", v);
+}
+
+static int old_get_count(sd_bus *bus, const char *path, const char *interface, const char *property,
+                         sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        uint64_t v = strcmp(property, "Ticks") == 0          ? 42
+                     : strcmp(property, "TickCostUSec") == 0 ? 812
+                                                             : 0;
+        return sd_bus_message_append(reply, "t", v);
+}
+
+static int old_get_holds(sd_bus *bus, const char *path, const char *interface, const char *property,
+                         sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, PLACED_SIG_HOLDS, 0);
+}
+
+static int old_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return sd_bus_reply_method_return(msg, PLACED_SIG_LIST_GROUPS, 0);
+}
+
+/* One CPU, busy a quarter of the tick, without cpuidle states. */
+static int old_cpu_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', PLACED_CPU);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'r', PLACED_CPU_FIELDS);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "udddu", 0, 0.25, 100.0, 0.0, 0);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "a" PLACED_IDLE_STATE, 0);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        return r;
+}
+
+static const sd_bus_vtable old_placed_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("ActiveProfile", "s", old_get_string, 0, 0),
+        SD_BUS_PROPERTY("ActiveProfileSource", "s", old_get_string, 0, 0),
+        SD_BUS_PROPERTY("ActiveProfileReason", "s", old_get_string, 0, 0),
+        SD_BUS_PROPERTY("Mode", "s", old_get_string, 0, 0),
+        SD_BUS_PROPERTY("Version", "s", old_get_string, 0, 0),
+        SD_BUS_PROPERTY("WakeSource", "s", old_get_string, 0, 0),
+        SD_BUS_PROPERTY("Holds", PLACED_SIG_HOLDS, old_get_holds, 0, 0),
+        SD_BUS_PROPERTY("PlacementChanges", "t", old_get_count, 0, 0),
+        SD_BUS_PROPERTY("Reloads", "t", old_get_count, 0, 0),
+        SD_BUS_PROPERTY("Ticks", "t", old_get_count, 0, 0),
+        SD_BUS_PROPERTY("TickCostUSec", "t", old_get_count, 0, 0),
+        SD_BUS_METHOD("ListGroups", "", PLACED_SIG_LIST_GROUPS, old_list_groups,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("CpuStats", "", PLACED_SIG_CPU_STATS, old_cpu_stats,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+static int run_old_placed(sd_bus *bus) {
+        int r = sd_bus_add_object_vtable(bus, NULL, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
+                                         old_placed_vtable, NULL);
+        if (r >= 0)
+                r = sd_bus_request_name(bus, PLACED_BUS_NAME, 0);
+        if (r < 0) {
+                fprintf(stderr, "old placed: %s\n", strerror(-r));
+                return 1;
+        }
+        printf("ready\n");
+        fflush(stdout);
+        for (;;) {
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return 0;
+                if (r == 0)
+                        sd_bus_wait(bus, UINT64_MAX);
+        }
+}
+
 static int run_hold(sd_bus *bus, int n) {
         for (int i = 0; i < n; i++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -138,7 +236,8 @@ static int run_hold(sd_bus *bus, int n) {
 int main(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         if (argc < 3) {
-                fprintf(stderr, "usage: bus-helper ADDRESS polkit | ADDRESS hold N\n");
+                fprintf(stderr, "usage: bus-helper ADDRESS polkit | ADDRESS hold N | ADDRESS "
+                                "old-placed\n");
                 return 2;
         }
         int r = placed_bus_connect(argv[1], &bus);
@@ -150,6 +249,8 @@ int main(int argc, char *argv[]) {
                 r = run_polkit(bus);
         else if (strcmp(argv[2], "hold") == 0 && argc == 4)
                 r = run_hold(bus, atoi(argv[3]));
+        else if (strcmp(argv[2], "old-placed") == 0)
+                r = run_old_placed(bus);
         else
                 r = 2;
         return r;
