@@ -121,6 +121,11 @@ check_formats() {
     # the same series in both (values move between the two calls)
     diff <(grep -v '^#' "$T/om.txt" | sed 's/ [^ ]*$//') <(grep -v '^#' "$T/prom.txt" | sed 's/ [^ ]*$//') >"$T/diff" ||
         fail "the two formats differ in their series: $(cat "$T/diff")"
+    # every family is listed in placectl(1), by the name its samples carry
+    local family
+    for family in $(awk '/^# TYPE /{print $3}' "$T/prom.txt"); do
+        grep -q "\b$family\b" "$PLACED_SRC/daemon/placectl.1" || fail "placectl(1) does not list $family"
+    done
     ok "placectl metrics: OpenMetrics ($n samples, strict parser), --format prometheus and the textfile clean under promtool $(promtool --version 2>&1 | head -n1 | cut -d' ' -f3)"
 }
 
