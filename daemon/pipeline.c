@@ -79,6 +79,7 @@ struct Pipeline {
         IdleCpuStats *idle_stats; /* indexed by CPU: idle_sampler_n_cpus(), else n_cpus entries */
         unsigned n_idle_stats;
         uint64_t last_cpus_ns; /* when the per-CPU figures were last sampled */
+        uint64_t last_tick_ns; /* when the last tick ran, regular or quick */
         EnergyModel energy_model;
         EnergyEstimate energy;
         EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
@@ -615,8 +616,65 @@ static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env
         return v;
 }
 
+/*
+ * Wakeups a second under which a group is not worth quick ticks: packing a
+ * pair saves it a cross-CPU wakeup and an idle exit per hand-off, some
+ * microseconds; under a thousand a second that is under 1% of a CPU, which
+ * a second's wait for the next regular tick does not lose, while quick ticks
+ * for thousands of such light groups (a server's connection pool) would cost
+ * placed several times its regular ticks.
+ */
+#define PIPELINE_QUICK_MIN_RATE 1000.0
+
+static bool group_worth_quick(const Group *g) {
+        return MAX(g->wake_rate, g->handoff_rate) >= PIPELINE_QUICK_MIN_RATE;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * A quick tick's focus (policy.h, "Quick ticks"): the groups it was brought
+ * forward for. Those with a task noted since the last tick (a new edge
+ * became a run across CPUs: its rate, measured over the short window since,
+ * may not show it yet), and those busy enough for quick ticks that are new,
+ * waiting to be measured or on trial. The others keep their entries, so
+ * their dwell and trials move on regular ticks only, as before quick ticks.
+ * Return: a bool per group (owned), NULL where there is none to give (a
+ * regular tick, the first tick, or out of memory: every group is decided).
+ */
+static bool *pipeline_focus(const Pipeline *p, const Plan *prev, const Group *groups, unsigned n,
+                            TickKind kind, bool advise) {
+        if (kind != TICK_QUICK || !prev || n == 0)
+                return NULL;
+        bool *focus = calloc(n, sizeof(bool));
+        uint64_t noted[PIPELINE_NOTED_MAX];
+        unsigned n_noted = 0;
+        if (!focus)
+                return NULL;
+        for (unsigned i = 0; i < p->n_noted; i++) {
+                WakeGraphTask t;
+                if (p->noted[i].ts_ns > p->last_tick_ns &&
+                    wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) > 0 && t.group_id)
+                        noted[n_noted++] = t.group_id;
+        }
+        qsort(noted, n_noted, sizeof(noted[0]), cmp_u64);
+        for (unsigned i = 0; i < n; i++) {
+                const PlanGroup *was = plan_find_group(prev, groups[i].id);
+                bool unsettled =
+                        !was || was->waiting || (!advise && was->trial.verdict == TRIAL_RUNNING);
+                focus[i] =
+                        (unsettled && group_worth_quick(&groups[i])) ||
+                        bsearch(&groups[i].id, noted, n_noted, sizeof(noted[0]), cmp_u64) != NULL;
+        }
+        return focus;
+}
+
 static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups,
-                           const CpuSet *limits, unsigned n, uint64_t now_ns, Plan **ret) {
+                           const CpuSet *limits, unsigned n, uint64_t now_ns, TickKind kind,
+                           Plan **ret) {
         /* A new profile decides everything afresh: no dwell carried over. */
         const Plan *prev = strcmp(p->plan_profile, env->profile->name) == 0 ? p->plan : NULL;
         /* What latency-critical groups are decided with. */
@@ -628,6 +686,15 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
         free(p->rules);
         p->rules = pipeline_group_rules(p, env, groups, n);
         p->n_rules = p->rules ? n : 0;
+        _cleanup_free_ bool *focus = pipeline_focus(p, prev, groups, n, kind, env->advise);
+        if (focus) {
+                unsigned k = 0;
+                for (unsigned i = 0; i < n; i++)
+                        k += focus[i];
+                log_debug("Quick tick: deciding %u of %u groups (new, waiting, on trial or "
+                          "noted); the others keep their placement.",
+                          k, n);
+        }
         PolicyInput in = {
                 .topo = env->topo,
                 .groups = groups,
@@ -641,6 +708,7 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
                 .advise = env->advise,
                 .rules = p->rules,
                 .latency_profile = lp,
+                .focus = focus,
         };
         return policy_decide(&in, ret);
 }
@@ -893,22 +961,12 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
         }
 }
 
-/*
- * Wakeups a second under which a group is not worth quick ticks: packing a
- * pair saves it a cross-CPU wakeup and an idle exit per hand-off, some
- * microseconds; under a thousand a second that is under 1% of a CPU, which
- * a second's wait for the next regular tick does not lose, while quick ticks
- * for thousands of such light groups (a server's connection pool) would cost
- * placed several times its regular ticks.
- */
-#define PIPELINE_QUICK_MIN_RATE 1000.0
-
 /* Whether a busy enough group waits to be measured, or is on trial (and not advised only). */
 static bool pipeline_quick_wanted(const Group *groups, unsigned n, const Plan *plan, bool advise) {
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg && (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
-                    MAX(groups[i].wake_rate, groups[i].handoff_rate) >= PIPELINE_QUICK_MIN_RATE)
+                    group_worth_quick(&groups[i]))
                         return true;
         }
         return false;
@@ -1040,7 +1098,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
                 return log_warning_errno(r, "Updating the wake graph failed: %m");
         pipeline_filter(p, env);
         pipeline_stage_done(stage_usec, TICK_STAGE_MODEL, &mark);
-        r = pipeline_decide(p, env, groups, limits, n, now_ns, &plan);
+        r = pipeline_decide(p, env, groups, limits, n, now_ns, kind, &plan);
         if (r < 0) {
                 group_array_free(groups, n);
                 return log_warning_errno(r, "Placement decision failed: %m");
@@ -1054,6 +1112,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         ret->quick_wanted = quick_wanted;
         pipeline_stage_done(stage_usec, TICK_STAGE_APPLY, &mark);
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
+        p->last_tick_ns = now_ns;
         log_debug("Tick: %zu tasks, %u groups, %s; CPU time: sample %" PRIu64 " us, model %" PRIu64
                   " us, decide %" PRIu64 " us, apply %" PRIu64 " us.",
                   p->n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],

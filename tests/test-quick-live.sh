@@ -7,6 +7,8 @@
 #      (and how long after its first note, when a CPU saw its run); its
 #      trial is judged at quick ticks;
 #      then, nothing new and nothing on trial, no quick tick runs for 3 s;
+#      a second pair is placed at quick ticks that decide it and not every
+#      group (their focus), and the first pair keeps its CPUs;
 #   2. a storm of new edges (hackbench starting four groups of 40 tasks, then
 #      a new pair every half second) with [daemon] quick_ticks_per_sec = 2:
 #      no more quick ticks than the budget allows, at most 2 x 2 + 2 a
@@ -53,8 +55,25 @@ step_quick_pair() {
     [ "$after" -eq "$before" ] ||
         fail "1. $((after - before)) quick ticks with nothing new and nothing on trial: $(grep -A2 -B2 ' quick; ' "$log" | tail -n 20)"
     ok "1. $before quick ticks while the pair was new and on trial, none in the 3 s after its verdict"
+    # A second pair: its quick ticks decide it and what else is new or
+    # unsettled; the first pair, judged, is out of their focus and keeps its
+    # CPUs.
+    local first_parent=$pair_parent first_cpus mark k m decided=""
+    first_cpus=$(cpus_allowed "$first_parent")
+    mark=$(wc -l <"$log")
+    pair_start
+    wait_packed "$log"
+    while read -r k m; do
+        if [ "$k" -ge 1 ] && [ "$k" -lt "$m" ]; then decided="$k of $m"; break; fi
+    done < <(tail -n +"$mark" "$log" | sed -nE 's/.*Quick tick: deciding ([0-9]+) of ([0-9]+) groups.*/\1 \2/p')
+    [ -n "$decided" ] ||
+        fail "1. no quick tick decided the second pair alone of the groups: $(tail -n +"$mark" "$log" | grep 'Quick tick')"
+    [ "$(cpus_allowed "$first_parent")" = "$first_cpus" ] ||
+        fail "1. the first pair moved from CPUs $first_cpus to $(cpus_allowed "$first_parent") while the second was placed"
+    ok "1. a second pair placed ${packed_ms} ms after it started, a quick tick deciding $decided groups; the first kept CPUs $first_cpus"
     placed_stop TERM
     pair_stop
+    live_kill "$first_parent"
 }
 
 step_storm_bounded() {
