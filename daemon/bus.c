@@ -60,8 +60,9 @@
  *                     (CPUs' worth), run-queue delay (us), wake rate (1/s),
  *                     allowed CPUs (cpulist), CPUs run on in the last tick
  *                     (cpulist), and its placement's trial: verdict ("none",
- *                     "running", "kept", "reverted"), handoffs/s left to the
- *                     kernel and placed, run-queue delay (us) then and placed;
+ *                     "running", "kept", "reverted"), progress/s left to the
+ *                     kernel and placed (bytes, or handoffs where no bytes
+ *                     show), run-queue delay (us) then and placed;
  *                     and the rule that decided: name ("" = none, the
  *                     profile did) and action ("ignore", "latency-critical",
  *                     "never-pack", "pack-with", "none")

@@ -820,16 +820,16 @@ static void explain_trial(const PlanTrial *t, char *buf, size_t size) {
                 buf[0] = '\0';
                 return;
         }
-        int n = snprintf(buf, size,
-                         " Trial %s: %.0f handoffs/s and %.0f us run-queue delay left to the "
-                         "kernel",
-                         trial_verdict_to_string(t->verdict), t->before_rate, t->before_delay_us);
+        const char *unit = trial_measure_to_string(t->measure);
+        int n = snprintf(
+                buf, size, " Trial %s: %.0f %s/s and %.0f us run-queue delay left to the kernel",
+                trial_verdict_to_string(t->verdict), t->before_rate, unit, t->before_delay_us);
         if (n > 0 && (size_t)n < size && t->after_ticks > 0)
                 snprintf(buf + n, size - (size_t)n,
-                         ", %.0f handoffs/s and %.0f us placed (%u ticks; tick to tick +-%.0f "
-                         "and +-%.0f handoffs/s%s).",
-                         t->after_rate, t->after_delay_us, t->after_ticks, t->before_rate_sd,
-                         t->after_rate_sd,
+                         ", %.0f %s/s and %.0f us placed (%u ticks; tick to tick +-%.0f and "
+                         "+-%.0f %s/s%s).",
+                         t->after_rate, unit, t->after_delay_us, t->after_ticks, t->before_rate_sd,
+                         t->after_rate_sd, unit,
                          t->within_noise ? "; the verdict came within that noise" : "");
         else if (n > 0 && (size_t)n < size)
                 snprintf(buf + n, size - (size_t)n, ", placed not measured yet.");

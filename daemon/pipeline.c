@@ -999,10 +999,11 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                 if (was && is && old->trial.verdict == TRIAL_RUNNING &&
                     pg->trial.verdict == TRIAL_KEPT)
                         log_info("Keeping %s group %" PRIu64 " (first task %d) where placed: "
-                                 "%.0f handoffs/s placed against %.0f left to the kernel%s, "
+                                 "%.0f %s/s placed against %.0f left to the kernel%s, "
                                  "run-queue delay %.0f us against %.0f us (%u ticks).",
                                  group_class_to_string(g->class), g->id, (int)g->tasks[0].tid,
-                                 pg->trial.after_rate, pg->trial.before_rate,
+                                 pg->trial.after_rate, trial_measure_to_string(pg->trial.measure),
+                                 pg->trial.before_rate,
                                  pg->trial.within_noise ? " (no change beyond their noise)" : "",
                                  pg->trial.after_delay_us, pg->trial.before_delay_us,
                                  pg->trial.after_ticks);

@@ -24,6 +24,13 @@ static const char *const trial_verdict_table[_TRIAL_VERDICT_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(trial_verdict, TrialVerdict);
 
+static const char *const trial_measure_table[_TRIAL_MEASURE_MAX] = {
+        [TRIAL_BY_HANDOFFS] = "handoffs",
+        [TRIAL_BY_BYTES] = "bytes",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(trial_measure, TrialMeasure);
+
 static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
         [PLAN_SLICE_SYSTEM] = "system.slice",
         [PLAN_SLICE_USER] = "user.slice",

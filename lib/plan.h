@@ -37,12 +37,15 @@ const char *plan_slice_to_string(PlanSlice s);
 
 /*
  * A placement on trial. A group placed anew is measured before it is kept:
- * its progress (handoffs per second between its members) and its run-queue
+ * its progress (per second, the bytes its members move through read and
+ * write calls where those show, else the handoffs between them: measure)
+ * and its run-queue
  * delay while the kernel alone placed it, then over [trial] ticks measured
  * ticks placed. It is kept when progress is at least [trial] keep_pct of
  * before, it did not start waiting for CPUs past the run-queue budget, and
  * its tasks did not lose more than [trial] max_run_loss_pct of a CPU of run
- * time while waiting more (two busy tasks squeezed onto one CPU);
+ * time while waiting more (two busy tasks squeezed onto one CPU; judged by
+ * handoffs only, as bytes show that loss themselves);
  * otherwise it is reverted and not tried again before retry_ns, a back-off
  * that doubles with each revert in a row (up to 16 times [trial]
  * backoff_ms).
@@ -63,12 +66,33 @@ typedef enum TrialVerdict {
         _TRIAL_VERDICT_MAX,
 } TrialVerdict;
 
+/*
+ * What a trial counts as progress. Handoffs (times on a CPU of its members)
+ * count turns, not work: two busy tasks packed onto one CPU take turns more
+ * often while each does less. The bytes a group moves through read and
+ * write are its work, where they show: a stream's or a request/response
+ * pair's (not send and recv, which the kernel does not count there). A
+ * group that moved at least a byte per handoff left to the kernel is
+ * judged by bytes (policy-trial.c).
+ */
+typedef enum TrialMeasure {
+        TRIAL_BY_HANDOFFS,
+        TRIAL_BY_BYTES,
+        _TRIAL_MEASURE_MAX,
+} TrialMeasure;
+
+/* "handoffs", "bytes"; NULL out of range. */
+const char *trial_measure_to_string(TrialMeasure m);
+/* Return: the TrialMeasure named s, or -EINVAL. */
+int trial_measure_from_string(const char *s);
+
 typedef struct PlanTrial {
         TrialVerdict verdict;
-        double before_rate;     /* handoffs/s left to the kernel (mean of its last ticks) */
+        TrialMeasure measure;   /* what before_rate and after_rate count, per second */
+        double before_rate;     /* progress left to the kernel (mean of its last ticks) */
         double before_delay_us; /* run-queue delay per scheduling then */
         unsigned before_ticks;
-        double after_rate; /* handoffs/s placed, mean over the trial's ticks */
+        double after_rate; /* progress placed, mean over the trial's ticks */
         double after_delay_us;
         unsigned after_ticks;
         double before_util; /* CPUs' worth of run time left to the kernel (as before_rate) */

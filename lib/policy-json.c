@@ -40,6 +40,9 @@ static json_object *trial_to_json(const PlanTrial *t) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "verdict",
                                json_object_new_string(trial_verdict_to_string(t->verdict)));
+        if (t->measure != TRIAL_BY_HANDOFFS)
+                json_object_object_add(o, "measure",
+                                       json_object_new_string(trial_measure_to_string(t->measure)));
         json_object_object_add(o, "before_rate", json_object_new_double(t->before_rate));
         json_object_object_add(o, "before_delay_us", json_object_new_double(t->before_delay_us));
         json_object_object_add(o, "before_ticks", json_object_new_int((int)t->before_ticks));
@@ -175,6 +178,14 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         if (k < 0)
                 return -EINVAL;
         t->verdict = (TrialVerdict)k;
+        if (json_object_object_get_ex(tr, "measure", &v)) {
+                k = json_object_is_type(v, json_type_string)
+                            ? trial_measure_from_string(json_object_get_string(v))
+                            : -EINVAL;
+                if (k < 0)
+                        return -EINVAL;
+                t->measure = (TrialMeasure)k;
+        }
         t->before_rate = get_double(tr, "before_rate");
         t->before_delay_us = get_double(tr, "before_delay_us");
         t->after_rate = get_double(tr, "after_rate");
@@ -322,6 +333,8 @@ static json_object *group_to_json(const Group *g, const GroupRule *gr) {
         json_object_object_add(o, "wake_rate", json_object_new_double(g->wake_rate));
         json_object_object_add(o, "handoff_rate", json_object_new_double(g->handoff_rate));
         json_object_object_add(o, "runq_wait", json_object_new_double(g->runq_wait));
+        if (g->io_rate > 0)
+                json_object_object_add(o, "io_rate", json_object_new_double(g->io_rate));
         if (g->unmeasured)
                 json_object_object_add(o, "measured", json_object_new_boolean(false));
         add_cpuset(o, "cpus", &g->cpus);
@@ -375,6 +388,7 @@ static int group_from_json(json_object *o, Group *g) {
         if (json_object_object_get_ex(o, "wake_rate", &v))
                 g->wake_rate = json_object_get_double(v);
         g->handoff_rate = get_double(o, "handoff_rate");
+        g->io_rate = get_double(o, "io_rate");
         if (json_object_object_get_ex(o, "runq_wait", &v))
                 g->runq_wait = json_object_get_double(v);
         if (json_object_object_get_ex(o, "measured", &v))

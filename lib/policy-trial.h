@@ -13,6 +13,9 @@
 #include "group.h"
 #include "plan.h"
 
+/* Return: what g's trial would count as progress (TrialMeasure in plan.h). */
+TrialMeasure policy_trial_measure(const Group *g);
+
 /*
  * policy_trial_step() - the trial, after the tick's decision pg for g under
  * profile p (prev: the group's entry in the previous plan, or NULL): learn

@@ -231,7 +231,10 @@ static int pick_cpu_consolidated(Ctx *c, const CpuSet *allowed, double need, int
  * packing removes (cross-CPU wakeups, idle exits, cache misses), so it says
  * little about whether it fits one CPU; only run time beyond one CPU's worth
  * is sure to be overlap, both tasks running at once: a stream that one CPU
- * would slow down rather than a hand-off. scope: the CPUs of the kinds it
+ * may slow down rather than a hand-off. Such a pair is tried only where its
+ * trial counts the bytes it moves (policy_trial_measure()): those tell
+ * whether one CPU slowed it (an iperf3 stream packed moved 1.65x on one VM
+ * kind and less on another), where its handoffs would not. scope: the CPUs of the kinds it
  * is tried on (policy-kinds.c), within what it may use. Return: false when
  * no CPU of scope has room (pg left to the kernel, saying so).
  */
@@ -248,11 +251,13 @@ static bool decide_pair(Ctx *c, const Group *g, const CpuSet *scope, const PlanG
          * 1.5 CPUs' worth over it (measured, redis-benchmark -c 32). */
         bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1;
         double overlap = g->util - 1.0;
-        if (!packed && overlap * 100 > c->p->pair_max_overlap_pct) {
+        if (!packed && overlap * 100 > c->p->pair_max_overlap_pct &&
+            policy_trial_measure(g) != TRIAL_BY_BYTES) {
                 plan_group_set_reason(
                         pg,
                         "pair: its tasks ran at once for %.0f%% of a CPU, more than "
-                        "max_overlap_pct=%u (a stream, not hand-offs); left to the kernel",
+                        "max_overlap_pct=%u (a stream, not hand-offs, and no bytes to judge it "
+                        "by); left to the kernel",
                         overlap * 100, c->p->pair_max_overlap_pct);
                 plan_group_leave(pg);
                 return true;

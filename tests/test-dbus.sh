@@ -598,7 +598,7 @@ sys.exit(0 if verdict == "running" and before > 1000 and after == 0 else 1)' "$b
     }
     wait_for 5 pair_on_trial || fail "the pair is not on trial in advise mode: $(bj ListGroups)"
     pc_rc 0 explain "$bench"
-    grep -q "Trial running: [0-9]* handoffs/s and [0-9]* us run-queue delay left to the kernel, placed not measured yet" "$T/pc.out" ||
+    grep -Eq "Trial running: [0-9]+ (handoffs|bytes)/s and [0-9]+ us run-queue delay left to the kernel, placed not measured yet" "$T/pc.out" ||
         fail "explain does not show the trial: $(cat "$T/pc.out")"
     pc_rc 0 groups
     grep -Eq "^[0-9]+ +pair .* running [0-9]+->0/s +([0-9]+,)?$bench" "$T/pc.out" ||

@@ -66,13 +66,13 @@ step_pack_and_sigterm() {
         verdict=$(pair_verdicts "$log" | sed -n "${n}p")
         if [[ $verdict == *Keeping* ]]; then
             read -r placed kernel < <(echo "$verdict" |
-                sed -E 's/.* ([0-9]+) handoffs\/s placed against ([0-9]+) left to the kernel.*/\1 \2/')
+                sed -E 's/.* ([0-9]+) (handoffs|bytes)\/s placed against ([0-9]+) left to the kernel.*/\1 \3/')
             [ "$placed" -gt "$kernel" ] || [[ $verdict == *"no change beyond their noise"* ]] ||
                 fail "1. kept without gaining: $verdict"
             break
         fi
         read -r kernel placed < <(echo "$verdict" |
-            sed -E 's/.*did worse \(([0-9]+) -> ([0-9]+) handoffs\/s.*/\1 \2/')
+            sed -E 's/.*did worse \(([0-9]+) -> ([0-9]+) (handoffs|bytes)\/s.*/\1 \2/')
         [ "$placed" -lt "$kernel" ] || fail "1. handed back without losing: $verdict"
         [ -z "${PLACED_PACKING_MAY_LOSE:-}" ] || break
         [ "$n" -lt 3 ] || fail "1. a lockstep pair did worse packed in three trials: $(pair_verdicts "$log")"
