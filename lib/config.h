@@ -68,6 +68,11 @@ typedef struct Profile {
          * share of a CPU (run time beyond one CPU's worth, measured spread):
          * a stream, not hand-offs. */
         unsigned pair_max_overlap_pct;
+        /* Left to the kernel when its tasks wake each other fewer times a
+         * second (unless a rule names it): packing saves a pair a few
+         * microseconds a wakeup, and under this that is less than placing
+         * and judging it costs placed. 0 = every pair. */
+        unsigned pair_min_wake_rate;
 
         /* [fanout] */
         SpreadPlacement fanout_placement;

@@ -685,6 +685,19 @@ static void keep_out_of_focus(Ctx *c, unsigned i, const PlanGroup *was, PlanGrou
                 c->joint_placed[c->joint[i]] = pg; /* its set follows it, as a kept one */
 }
 
+/*
+ * Whether a pair wakes too seldom to be worth placing ([pair]
+ * min_wakeups_per_sec): one placed already only under half of it, so a rate
+ * near it does not hand it back and forth. A wake rate of 0 is unknown (a
+ * snapshot without it), not light.
+ */
+static bool pair_too_light(const Profile *p, const Group *g, const PlanGroup *prev) {
+        double min = p->pair_min_wake_rate;
+        if (prev && prev->managed)
+                min /= 2;
+        return g->wake_rate > 0 && g->wake_rate < min;
+}
+
 static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         const Group *g = &c->in->groups[i];
         const GroupRule *gr = policy_group_rule(c, i);
@@ -767,6 +780,14 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
                                       group_class_to_string(g->class));
                 plan_group_leave(pg);
                 pg->waiting = true;
+        } else if (g->class == GROUP_PAIR && action == RULE_ACTION_NONE &&
+                   pair_too_light(p, g, prev)) {
+                plan_group_set_reason(pg,
+                                      "pair: %.0f wakeups/s, under min_wakeups_per_sec=%u "
+                                      "(packing would save it less than placing it costs); "
+                                      "left to the kernel",
+                                      g->wake_rate, p->pair_min_wake_rate);
+                plan_group_leave(pg);
         } else if (cpuset_is_empty(&allowed)) {
                 plan_group_set_reason(pg, "%s: no online CPU in its cpuset",
                                       group_class_to_string(g->class));

@@ -141,6 +141,7 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
         assert_string_equal(a->description, b->description);
         assert_int_equal(a->pair_placement, b->pair_placement);
         assert_int_equal(a->pair_max_overlap_pct, b->pair_max_overlap_pct);
+        assert_int_equal(a->pair_min_wake_rate, b->pair_min_wake_rate);
         assert_int_equal(a->trial_ticks, b->trial_ticks);
         assert_int_equal(a->trial_max_ticks, b->trial_max_ticks);
         assert_int_equal(a->trial_keep_pct, b->trial_keep_pct);
@@ -233,6 +234,7 @@ static void test_profile_defaults(void **state) {
         assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
         assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);
         assert_true(p.consolidate);
+        assert_int_equal(p.pair_min_wake_rate, 50);
         assert_int_equal(p.consolidate_below_load_pct, 30);
         assert_int_equal(p.housekeeping_min_cpus, 2);
         assert_int_equal(p.idle_constraint, IDLE_CONSTRAINT_NEVER);
@@ -358,6 +360,7 @@ static void test_shipped_files_uncommented(void **state) {
                                                     "housekeeping_min_cpus",
                                                     "constraint",
                                                     "max_exit_latency_us",
+                                                    "min_wakeups_per_sec",
                                                     "runq_delay_budget_us",
                                                     "dwell_ms",
                                                     "min_gain_pct",

@@ -725,6 +725,54 @@ static void test_trial_by_bytes(void **state) {
         }
 }
 
+/*
+ * [pair] min_wakeups_per_sec (50): a pair waking each other 20 times a
+ * second is left to the kernel, saying why; at 60 it is placed, and once
+ * placed it stays down to half of it (40), after the dwell too, and is
+ * handed back under that. 0 places every pair; an unknown rate (0, a
+ * snapshot without it) is not light.
+ */
+static void test_pair_min_wake_rate(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.05, NULL);
+        g->wake_rate = 20;
+        Plan *plan = pair_tick(&s, g, &p, NULL, 1, 40, 5);
+        assert_false(pg_of(plan, g)->managed);
+        assert_non_null(
+                strstr(pg_of(plan, g)->reason, "20 wakeups/s, under min_wakeups_per_sec=50"));
+        /* Busier once the dwell of that decision is over: placed. */
+        uint64_t sec = 2 + p.dwell_ms / 1000;
+        g->wake_rate = 60;
+        plan = pair_tick(&s, g, &p, plan, sec, 120, 5);
+        assert_true(pg_of(plan, g)->managed);
+        for (unsigned k = 0;
+             k < p.trial_max_ticks && pg_of(plan, g)->trial.verdict == TRIAL_RUNNING; k++)
+                plan = pair_tick(&s, g, &p, plan, ++sec, 130, 5);
+        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
+        uint64_t after_dwell = sec + p.dwell_ms / 1000 + 1;
+        g->wake_rate = 40;
+        plan = pair_tick(&s, g, &p, plan, after_dwell, 90, 5);
+        assert_true(pg_of(plan, g)->managed); /* half of the minimum keeps it */
+        g->wake_rate = 19;
+        plan = pair_tick(&s, g, &p, plan, after_dwell + 1, 40, 5);
+        assert_false(pg_of(plan, g)->managed);
+        assert_non_null(strstr(pg_of(plan, g)->reason, "under min_wakeups_per_sec"));
+        plan_free(plan);
+
+        p.pair_min_wake_rate = 0;
+        plan = pair_tick(&s, g, &p, NULL, 1, 40, 5);
+        assert_true(pg_of(plan, g)->managed);
+        plan_free(plan);
+        p.pair_min_wake_rate = 50;
+        g->wake_rate = 0;
+        plan = pair_tick(&s, g, &p, NULL, 1, 40, 5);
+        assert_true(pg_of(plan, g)->managed);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
 /* A baseline counts one thing: a group whose bytes start to show while it
  * waits starts its baseline afresh in bytes. */
 static void test_trial_measure_change(void **state) {
@@ -2105,6 +2153,7 @@ int main(void) {
                 cmocka_unit_test(test_trial_squeezed),
                 cmocka_unit_test(test_trial_by_bytes),
                 cmocka_unit_test(test_trial_measure_change),
+                cmocka_unit_test(test_pair_min_wake_rate),
                 cmocka_unit_test(test_trial_noise),
                 cmocka_unit_test(test_pair_stream_left_alone),
                 cmocka_unit_test(test_plan_names),

@@ -131,7 +131,7 @@ static int make_group(Group *g, uint64_t id, GroupClass class, unsigned n, pid_t
         cpuset_zero(&g->ran_on);
         if (class == GROUP_PAIR) {
                 g->util = 0.002 + rnd(1000) / 100000.0;
-                g->wake_rate = 20 + rnd(180);
+                g->wake_rate = 50 + rnd(150); /* light, but worth placing */
                 cpuset_set(&g->ran_on, (int)rnd(topo->n_cpus));
                 cpuset_set(&g->ran_on, (int)rnd(topo->n_cpus));
         } else {
