@@ -550,7 +550,7 @@ void manager_tick(Manager *m, TickKind kind) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         PipelineEnv env = manager_pipeline_env(m);
         TickResult res;
-        bool quick_wanted = false;
+        bool quick_wanted = false, settled = false;
 
         if (kind == TICK_QUICK) {
                 (void)manager_quick_budget(m, start);
@@ -559,6 +559,7 @@ void manager_tick(Manager *m, TickKind kind) {
         }
         if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, kind, &res) >= 0) {
                 quick_wanted = res.quick_wanted;
+                settled = res.settled;
                 memcpy(m->last_tick_stage_usec, res.stage_usec, sizeof(res.stage_usec));
                 manager_publish(m, &res);
         }
@@ -578,9 +579,14 @@ void manager_tick(Manager *m, TickKind kind) {
         manager_notify_status(m);
         manager_metrics_tick(m);
 
-        /* The next tick: a period from now, or a quick one while a group
-         * waits to be measured or a placement is on trial. */
-        manager_arm_tick(m, start, (uint64_t)m->interval_ms * USEC_PER_MSEC, TICK_REGULAR);
+        /* The next tick: a period from now (settled_factor periods while
+         * settled: nothing new comes but with a note, which brings a quick
+         * tick), or a quick one while a group waits to be measured or a
+         * placement is on trial. */
+        uint64_t period = (uint64_t)m->interval_ms * USEC_PER_MSEC;
+        if (settled)
+                period *= MAX(m->config.settled_factor, 1u);
+        manager_arm_tick(m, start, period, TICK_REGULAR);
         if (quick_wanted)
                 manager_want_quick_tick(m, (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC);
 }

@@ -972,6 +972,16 @@ static bool pipeline_quick_wanted(const Group *groups, unsigned n, const Plan *p
         return false;
 }
 
+/* Whether no group waits to be measured or is on trial (advised trials are never judged). */
+static bool pipeline_plan_settled(const Plan *plan, bool advise) {
+        for (unsigned i = 0; i < plan->n_groups; i++) {
+                const PlanGroup *pg = &plan->groups[i];
+                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING))
+                        return false;
+        }
+        return true;
+}
+
 /* Logs each group whose placement changed since the last plan. Return: how many. */
 static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *groups, unsigned n,
                                      const Plan *plan) {
@@ -1109,8 +1119,10 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
         bool quick_wanted = pipeline_quick_wanted(groups, n, plan, env->advise);
+        bool settled = pipeline_plan_settled(plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
+        ret->settled = settled && changes == 0 && ret->trials_started == 0;
         pipeline_stage_done(stage_usec, TICK_STAGE_APPLY, &mark);
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
         p->last_tick_ns = now_ns;

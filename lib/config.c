@@ -238,6 +238,7 @@ void config_defaults(Config *ret) {
         ret->interval_ms = 1000;
         ret->quick_interval_ms = 100;
         ret->quick_ticks_per_sec = 5;
+        ret->settled_factor = 3;
         ret->dry_run = false;
         snprintf(ret->journal_dir, sizeof(ret->journal_dir), "%s", "/run/placed");
         ret->wake_source = WAKE_SOURCE_AUTO;
@@ -503,6 +504,7 @@ static const ConfigItem config_items[] = {
         ITEM_UINT("daemon", "interval_ms", Config, interval_ms, 100, 60000),
         ITEM_UINT("daemon", "quick_interval_ms", Config, quick_interval_ms, 0, 10000),
         ITEM_UINT("daemon", "quick_ticks_per_sec", Config, quick_ticks_per_sec, 1, 100),
+        ITEM_UINT("daemon", "settled_factor", Config, settled_factor, 1, 60),
         ITEM_BOOL("daemon", "dry_run", Config, dry_run),
         ITEM_STR("daemon", "journal_dir", config_parse_abs_path, Config, journal_dir),
         /* The replay source needs a file: only the command line selects it. */
@@ -523,9 +525,9 @@ static const ConfigItem profile_items[] = {
         ITEM_STR("profile", "description", config_parse_string, Profile, description),
         ITEM_ENUM("pair", "placement", Profile, pair_placement, pair_placement),
         ITEM_UINT("pair", "max_overlap_pct", Profile, pair_max_overlap_pct, 0, 100),
+        ITEM_UINT("pair", "min_wakeups_per_sec", Profile, pair_min_wake_rate, 0, 1000000),
         /* 0.1's utilisation gate; pairs are judged by measured outcome now. */
         ITEM("pair", "max_util_pct", config_parse_obsolete, Profile, pair_max_overlap_pct, .min = 1,
-        ITEM_UINT("pair", "min_wakeups_per_sec", Profile, pair_min_wake_rate, 0, 1000000),
              .max = 100),
         ITEM_ENUM("fanout", "placement", Profile, fanout_placement, spread_placement),
         ITEM_UINT("fanout", "min_workers", Profile, fanout_min_workers, 0, 4096),

@@ -143,6 +143,7 @@ typedef struct Config {
         unsigned interval_ms;           /* tick */
         unsigned quick_interval_ms;     /* a quick tick's measuring window; 0 = no quick ticks */
         unsigned quick_ticks_per_sec; /* quick ticks a second, sustained (twice that in a burst) */
+        unsigned settled_factor;      /* ticks this many intervals apart while settled; 1 = never */
         bool dry_run;
         char journal_dir[256];
         WakeSourceKind wake_source;

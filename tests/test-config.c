@@ -169,6 +169,9 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
 static void assert_settings_equal(const Config *a, const Config *b) {
         assert_string_equal(a->profile, b->profile);
         assert_int_equal(a->interval_ms, b->interval_ms);
+        assert_int_equal(a->quick_interval_ms, b->quick_interval_ms);
+        assert_int_equal(a->quick_ticks_per_sec, b->quick_ticks_per_sec);
+        assert_int_equal(a->settled_factor, b->settled_factor);
         assert_int_equal(a->dry_run, b->dry_run);
         assert_string_equal(a->journal_dir, b->journal_dir);
         assert_int_equal(a->wake_source, b->wake_source);
@@ -209,6 +212,7 @@ static void test_defaults(void **state) {
         config_defaults(&c);
         assert_string_equal(c.profile, "balanced");
         assert_int_equal(c.interval_ms, 1000);
+        assert_int_equal(c.settled_factor, 3);
         assert_false(c.dry_run);
         assert_string_equal(c.journal_dir, "/run/placed");
         assert_int_equal(c.wake_source, WAKE_SOURCE_AUTO);
@@ -230,11 +234,11 @@ static void test_profile_defaults(void **state) {
         assert_string_equal(p.name, "power-first");
         assert_int_equal(p.pair_placement, PAIR_PLACEMENT_SAME_CPU);
         assert_int_equal(p.pair_max_overlap_pct, 30);
+        assert_int_equal(p.pair_min_wake_rate, 50);
         assert_int_equal(p.trial_keep_pct, 90); /* may trade a bounded loss for fewer busy CPUs */
         assert_int_equal(p.fanout_placement, SPREAD_PLACEMENT_PACK);
         assert_int_equal(p.mesh_placement, SPREAD_PLACEMENT_PACK);
         assert_true(p.consolidate);
-        assert_int_equal(p.pair_min_wake_rate, 50);
         assert_int_equal(p.consolidate_below_load_pct, 30);
         assert_int_equal(p.housekeeping_min_cpus, 2);
         assert_int_equal(p.idle_constraint, IDLE_CONSTRAINT_NEVER);
@@ -336,14 +340,27 @@ static void uncomment_file(const char *src, const char *dst, const char *const *
 }
 
 static void test_shipped_files_uncommented(void **state) {
-        static const char *const daemon_keys[] = { "profile",     "interval_ms", "dry_run",
-                                                   "journal_dir", "wake_source", "sample_period",
-                                                   "follow",      "power-saver", "performance",
-                                                   "comm",        "cgroup",      "textfile",
-                                                   "every_ticks", NULL };
+        static const char *const daemon_keys[] = { "profile",
+                                                   "interval_ms",
+                                                   "dry_run",
+                                                   "journal_dir",
+                                                   "wake_source",
+                                                   "sample_period",
+                                                   "follow",
+                                                   "power-saver",
+                                                   "performance",
+                                                   "comm",
+                                                   "cgroup",
+                                                   "textfile",
+                                                   "every_ticks",
+                                                   "quick_interval_ms",
+                                                   "quick_ticks_per_sec",
+                                                   "settled_factor",
+                                                   NULL };
         static const char *const profile_keys[] = { "description",
                                                     "placement", /* [pair], [fanout], [mesh] */
                                                     "max_overlap_pct",
+                                                    "min_wakeups_per_sec",
                                                     "ticks",
                                                     "max_ticks",
                                                     "keep_pct",
@@ -360,7 +377,6 @@ static void test_shipped_files_uncommented(void **state) {
                                                     "housekeeping_min_cpus",
                                                     "constraint",
                                                     "max_exit_latency_us",
-                                                    "min_wakeups_per_sec",
                                                     "runq_delay_budget_us",
                                                     "dwell_ms",
                                                     "min_gain_pct",

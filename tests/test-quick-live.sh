@@ -14,7 +14,10 @@
 #      no more quick ticks than the budget allows, at most 2 x 2 + 2 a
 #      second of placed's life;
 #   3. [daemon] quick_interval_ms = 0: the pair waits for a regular tick,
-#      and no quick tick runs at all.
+#      and no quick tick runs at all;
+#   4. settled (nothing placed, waiting or on trial), ticks of 200 ms come
+#      [daemon] settled_factor (3) intervals apart: at most 3000 / 600 + 2
+#      in 3 s; with settled_factor = 1, every interval (at least 10).
 # What a quick tick costs and how soon a pair is placed are measured by the
 # benchmark (tests/bench/bench.py), not here: this checks behaviour only.
 . "$(dirname "$0")/lib/common.sh"
@@ -118,9 +121,38 @@ step_quick_off() {
     pair_stop
 }
 
+# ticks_in LOG MS: the ticks LOG shows over the next MS milliseconds.
+ticks_in() {
+    local before
+    before=$(grep -c ' groups, \(regular\|quick\); CPU time' "$1" || true)
+    sleep "$(awk -v ms="$2" 'BEGIN { print ms / 1000 }')"
+    echo $(($(grep -c ' groups, \(regular\|quick\); CPU time' "$1" || true) - before))
+}
+
+step_settled() {
+    local live_interval_ms=200
+    live_config settled
+    live_placed_start settled
+    sleep $((2 * time_scale))
+    local n
+    n=$(ticks_in "$T/settled.log" $((3000 * time_scale)))
+    [ "$n" -le $((3000 * time_scale / 600 + 2)) ] ||
+        fail "4. $n ticks of 200 ms in $((3 * time_scale)) s with nothing to do (settled_factor 3): $(grep -E 'Placing|Handing|Tick:' "$T/settled.log" | tail -n 20)"
+    placed_stop TERM
+    live_config every 'settled_factor = 1'
+    live_placed_start every
+    sleep $((2 * time_scale))
+    local m
+    m=$(ticks_in "$T/every.log" $((3000 * time_scale)))
+    [ "$m" -ge 10 ] || fail "4. only $m ticks of 200 ms in $((3 * time_scale)) s with settled_factor = 1"
+    ok "4. settled: $n ticks in $((3 * time_scale)) s (settled_factor 3), $m with settled_factor = 1"
+    placed_stop TERM
+}
+
 live_step 1 step_quick_pair
 live_step 2 step_storm_bounded
 live_step 3 step_quick_off
+live_step 4 step_settled
 live_steps_done
 live_check_restored
 ok "quick ticks: placed at once when something new appears, and within their budget"
