@@ -61,8 +61,8 @@
  *                     allowed CPUs (cpulist), CPUs run on in the last tick
  *                     (cpulist), and its placement's trial: verdict ("none",
  *                     "running", "kept", "reverted"), progress/s left to the
- *                     kernel and placed (bytes, or handoffs where no bytes
- *                     show), run-queue delay (us) then and placed;
+ *                     kernel and placed (handoffs, or bytes for a
+ *                     stream), run-queue delay (us) then and placed;
  *                     and the rule that decided: name ("" = none, the
  *                     profile did) and action ("ignore", "latency-critical",
  *                     "never-pack", "pack-with", "none")

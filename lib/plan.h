@@ -37,8 +37,8 @@ const char *plan_slice_to_string(PlanSlice s);
 
 /*
  * A placement on trial. A group placed anew is measured before it is kept:
- * its progress (per second, the bytes its members move through read and
- * write calls where those show, else the handoffs between them: measure)
+ * its progress (per second, the handoffs between its members, or for a
+ * stream the bytes they move through read and write calls: measure)
  * and its run-queue
  * delay while the kernel alone placed it, then over [trial] ticks measured
  * ticks placed. It is kept when progress is at least [trial] keep_pct of
@@ -69,11 +69,11 @@ typedef enum TrialVerdict {
 /*
  * What a trial counts as progress. Handoffs (times on a CPU of its members)
  * count turns, not work: two busy tasks packed onto one CPU take turns more
- * often while each does less. The bytes a group moves through read and
- * write are its work, where they show: a stream's or a request/response
- * pair's (not send and recv, which the kernel does not count there). A
- * group that moved at least a byte per handoff left to the kernel is
- * judged by bytes (policy-trial.c).
+ * often while each does less. The bytes a stream moves through read and
+ * write are its work (not send and recv, which the kernel does not count
+ * there; and files count too, so only for streams): a pair whose tasks
+ * overlapped past [pair] max_overlap_pct and that moved at least a byte per
+ * handoff left to the kernel is judged by bytes (policy-trial.c).
  */
 typedef enum TrialMeasure {
         TRIAL_BY_HANDOFFS,

@@ -7,16 +7,19 @@
  * that doubles with each revert in a row. Part of the pure policy: no
  * syscalls, no clock, no logging.
  *
- * Progress is, where they show, the bytes the group's members move through
- * read and write calls: their work. A group that moved at least a byte per
- * handoff left to the kernel is judged by them (TRIAL_BY_BYTES: a stream, a
- * request/response pair over read and write); measured on kind C, an iperf3
- * stream packed moved 1.65x the bytes while its handoffs fell to 0.28x,
- * and redis with 32 clients packed moved 0.77x while its handoffs rose
- * 1.46x, so neither figure would have judged both right.
+ * A stream is judged by the bytes its two tasks move through read and
+ * write calls (TRIAL_BY_BYTES): a pair whose tasks ran at once for more than
+ * [pair] max_overlap_pct of a CPU while spread, and moved at least a byte
+ * per handoff. There its handoffs mislead: measured on kind C, an iperf3
+ * stream packed moved 1.65x the bytes while its handoffs fell to 0.28x.
+ * Nowhere else, as those bytes count files too: a PostgreSQL backend
+ * reading its tables as it started moved 39 MB/s, then 8 MB/s from its
+ * shared buffers while its queries ran 2.7x faster packed, and a trial by
+ * bytes handed it back.
  *
- * Elsewhere (send and recv, which the kernel does not count; no iterator
- * and no /proc/TID/io) progress is the count of the members' times on a
+ * Elsewhere (hand-off pairs, whose progress is their handoffs; fanouts and
+ * meshes; send and recv, which the kernel does not count; no iterator and
+ * no /proc/TID/io) progress is the count of the members' times on a
  * CPU, which measures hand-offs, not work: two busy tasks packed onto one
  * CPU take turns more often than spread, so the count rises while each
  * gets half a CPU and the work done drops by a third (measured:
@@ -47,9 +50,12 @@
 #include "macro.h"
 #include "string-table.h"
 
-TrialMeasure policy_trial_measure(const Group *g) {
+TrialMeasure policy_trial_measure(const Profile *p, const Group *g) {
+        assert(p);
         assert(g);
-        return g->io_rate > 0 && g->io_rate >= g->handoff_rate ? TRIAL_BY_BYTES : TRIAL_BY_HANDOFFS;
+        bool stream = g->class == GROUP_PAIR && (g->util - 1.0) * 100 > p->pair_max_overlap_pct;
+        return stream && g->io_rate > 0 && g->io_rate >= g->handoff_rate ? TRIAL_BY_BYTES
+                                                                         : TRIAL_BY_HANDOFFS;
 }
 
 /* Return: the group's progress this tick, in measure m. */
@@ -110,7 +116,7 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, 
         }
         if (!was) {
                 /* The baseline starts afresh when what it counts changes. */
-                TrialMeasure m = policy_trial_measure(g);
+                TrialMeasure m = policy_trial_measure(p, g);
                 if (m != t.measure) {
                         t.measure = m;
                         t.before_ticks = 0;

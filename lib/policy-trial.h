@@ -13,8 +13,8 @@
 #include "group.h"
 #include "plan.h"
 
-/* Return: what g's trial would count as progress (TrialMeasure in plan.h). */
-TrialMeasure policy_trial_measure(const Group *g);
+/* Return: what g's trial under p would count as progress (TrialMeasure in plan.h). */
+TrialMeasure policy_trial_measure(const Profile *p, const Group *g);
 
 /*
  * policy_trial_step() - the trial, after the tick's decision pg for g under

@@ -252,7 +252,7 @@ static bool decide_pair(Ctx *c, const Group *g, const CpuSet *scope, const PlanG
         bool packed = (prev && prev->managed) || cpuset_count(&g->cpus) == 1;
         double overlap = g->util - 1.0;
         if (!packed && overlap * 100 > c->p->pair_max_overlap_pct &&
-            policy_trial_measure(g) != TRIAL_BY_BYTES) {
+            policy_trial_measure(c->p, g) != TRIAL_BY_BYTES) {
                 plan_group_set_reason(
                         pg,
                         "pair: its tasks ran at once for %.0f%% of a CPU, more than "
