@@ -55,6 +55,9 @@
 
 #define PIPELINE_NOTED_MAX  256 /* tasks whose first note is remembered */
 #define PIPELINE_NOTES_READ 64  /* notes taken from the source at once */
+/* How long a note keeps its tasks in a quick tick's focus, and asks for
+ * another quick tick while they are not in a decided group yet. */
+#define PIPELINE_NOTE_FRESH_NS (1000 * 1000 * 1000ULL)
 
 typedef struct NotedTask {
         pid_t tid;
@@ -79,7 +82,6 @@ struct Pipeline {
         IdleCpuStats *idle_stats; /* indexed by CPU: idle_sampler_n_cpus(), else n_cpus entries */
         unsigned n_idle_stats;
         uint64_t last_cpus_ns; /* when the per-CPU figures were last sampled */
-        uint64_t last_tick_ns; /* when the last tick ran, regular or quick */
         EnergyModel energy_model;
         EnergyEstimate energy;
         EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
@@ -637,7 +639,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 /*
  * A quick tick's focus (policy.h, "Quick ticks"): the groups it was brought
- * forward for. Those with a task noted since the last tick (a new edge
+ * forward for. Those with a task noted in the last second (a new edge
  * became a run across CPUs: its rate, measured over the short window since,
  * may not show it yet), and those busy enough for quick ticks that are new,
  * waiting to be measured or on trial. The others keep their entries, so
@@ -646,7 +648,7 @@ static int cmp_u64(const void *a, const void *b) {
  * regular tick, the first tick, or out of memory: every group is decided).
  */
 static bool *pipeline_focus(const Pipeline *p, const Plan *prev, const Group *groups, unsigned n,
-                            TickKind kind, bool advise) {
+                            TickKind kind, bool advise, uint64_t now_ns) {
         if (kind != TICK_QUICK || !prev || n == 0)
                 return NULL;
         bool *focus = calloc(n, sizeof(bool));
@@ -656,7 +658,7 @@ static bool *pipeline_focus(const Pipeline *p, const Plan *prev, const Group *gr
                 return NULL;
         for (unsigned i = 0; i < p->n_noted; i++) {
                 WakeGraphTask t;
-                if (p->noted[i].ts_ns > p->last_tick_ns &&
+                if (p->noted[i].ts_ns + PIPELINE_NOTE_FRESH_NS > now_ns &&
                     wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) > 0 && t.group_id)
                         noted[n_noted++] = t.group_id;
         }
@@ -686,7 +688,7 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
         free(p->rules);
         p->rules = pipeline_group_rules(p, env, groups, n);
         p->n_rules = p->rules ? n : 0;
-        _cleanup_free_ bool *focus = pipeline_focus(p, prev, groups, n, kind, env->advise);
+        _cleanup_free_ bool *focus = pipeline_focus(p, prev, groups, n, kind, env->advise, now_ns);
         if (focus) {
                 unsigned k = 0;
                 for (unsigned i = 0; i < n; i++)
@@ -961,8 +963,32 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
         }
 }
 
-/* Whether a busy enough group waits to be measured, or is on trial (and not advised only). */
-static bool pipeline_quick_wanted(const Group *groups, unsigned n, const Plan *plan, bool advise) {
+/*
+ * Whether a task noted in the last second is in no decided group yet: its
+ * note brought a quick tick, but the model had not made it one group with
+ * its partner then (a client's first wakeups), and no second note comes
+ * for the same edge on that CPU.
+ */
+static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t now_ns) {
+        for (unsigned i = 0; i < p->n_noted; i++) {
+                if (p->noted[i].ts_ns + PIPELINE_NOTE_FRESH_NS <= now_ns)
+                        continue;
+                WakeGraphTask t;
+                if (wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) <= 0)
+                        continue; /* gone, or not in the model: nothing to decide */
+                const PlanGroup *pg = t.group_id ? plan_find_group(plan, t.group_id) : NULL;
+                if (!pg || pg->waiting)
+                        return true;
+        }
+        return false;
+}
+
+/* Whether a busy enough group waits to be measured, or is on trial (and not
+ * advised only), or a fresh note is not decided yet. */
+static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsigned n,
+                                  const Plan *plan, bool advise, uint64_t now_ns) {
+        if (pipeline_notes_pending(p, plan, now_ns))
+                return true;
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg && (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
@@ -1118,14 +1144,13 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_apply(p, env, groups, n, plan);
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
-        bool quick_wanted = pipeline_quick_wanted(groups, n, plan, env->advise);
+        bool quick_wanted = pipeline_quick_wanted(p, groups, n, plan, env->advise, now_ns);
         bool settled = pipeline_plan_settled(plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
         ret->settled = settled && changes == 0 && ret->trials_started == 0;
         pipeline_stage_done(stage_usec, TICK_STAGE_APPLY, &mark);
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
-        p->last_tick_ns = now_ns;
         log_debug("Tick: %zu tasks, %u groups, %s; CPU time: sample %" PRIu64 " us, model %" PRIu64
                   " us, decide %" PRIu64 " us, apply %" PRIu64 " us.",
                   p->n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],
