@@ -140,21 +140,23 @@ class Report(unittest.TestCase):
         class A:
             tick_s = 1.0
         results = {"pair": {
-            "balanced": [{"value": 1, "packed_after_s": t} for t in (1.8, 2.1, 2.9)],
-            "power-first": [{"value": 1, "packed_after_s": t} for t in (1.5, 3.4, 2.0)],
-            "latency-first": [{"value": 1, "packed_after_s": t} for t in (1.5, None, 2.0)],
+            "balanced": [{"value": 1, "packed_after_s": t} for t in (0.08, 0.12, 0.45)],
+            "power-first": [{"value": 1, "packed_after_s": t} for t in (0.1, 0.6, 0.2)],
+            "latency-first": [{"value": 1, "packed_after_s": t} for t in (0.1, None, 0.2)],
             "ceiling": [{"value": 1, "packed_after_s": None}]},
             "stream": {"balanced": [{"value": 1, "packed_after_s": None}] * 3},
             "redis-1c": {"balanced": [{"value": 1, "packed_after_s": 0.12, "packed_undone": 1},
                                       {"value": 1, "packed_after_s": 0.31}]},
+            "udp-1c": {"balanced": [{"value": 1, "packed_after_s": t} for t in (0.3, 0.3, 0.2)]},
             "hackbench-s": {"balanced": [{"value": 1}]}}
         rows = {(l.split("|")[1].strip(), l.split("|")[2].strip()): l for l in bench.packing_speed(
             A, results, ["balanced", "power-first", "latency-first", "ceiling"],
-            ["pair", "stream", "redis-1c", "hackbench-s"])
+            ["pair", "stream", "redis-1c", "udp-1c", "hackbench-s"])
             if l.startswith("| ") and "profile" not in l}
-        self.assertIn("2.10 s, worst 2.90 s", rows["pair", "balanced"])
-        self.assertIn("PASS", rows["pair", "balanced"])
-        self.assertIn("FAIL", rows["pair", "power-first"])  # 3.4 s > 3 ticks
+        self.assertIn("0.12 s, worst 0.45 s", rows["pair", "balanced"])
+        self.assertIn("median <= 0.25 s, worst <= 0.50 s **PASS**", rows["pair", "balanced"])
+        self.assertIn("FAIL", rows["pair", "power-first"])  # worst 0.6 s > 0.5 s
+        self.assertIn("FAIL", rows["udp-1c", "balanced"])  # median 0.3 s > 0.25 s
         self.assertIn("1 of 3 never", rows["pair", "latency-first"])
         self.assertIn("FAIL", rows["pair", "latency-first"])
         self.assertNotIn(("pair", "ceiling"), rows)
@@ -333,8 +335,8 @@ class NewParts(unittest.TestCase):
         self.assertIn("| udp-session | >= 75% of ceiling gain | 6.67x | 5.00x, 70.6% (70.6%) "
                       "**FAIL** |", text)
         self.assertIn("Sessions (*-session): the server and placed ran 2 s, then 2 clients", text)
-        self.assertIn("| udp-session | balanced | 0.90 s, worst 0.90 s | <= 3 ticks **PASS** |",
-                      text)
+        self.assertIn("| udp-session | balanced | 0.90 s, worst 0.90 s | median <= 0.25 s, "
+                      "worst <= 0.50 s **FAIL** |", text)
         self.assertIn("| pairs | kernel | 1 | 30k (30k–30k) | 2 (2–2) | 2.00 (2.00–2.00) | "
                       "7.00 (7.00–7.00) |", text)
         self.assertIn("## placed's own cost at scale", text)
