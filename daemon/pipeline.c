@@ -286,6 +286,20 @@ static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
  * every tick, such notes came most ticks, and each brought a quick tick
  * as costly as a regular one.
  */
+/* Seconds since its start under which a task counts as new to a note. */
+#define PIPELINE_YOUNG_SEC 10
+
+/* Whether task t started in the last PIPELINE_YOUNG_SEC seconds. */
+static bool pipeline_task_young(const WakeGraphTask *t) {
+        struct timespec ts;
+        long hz = sysconf(_SC_CLK_TCK);
+        if (t->id.start_time == 0 || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+                return true; /* not known: as new */
+        uint64_t now = (uint64_t)ts.tv_sec * (uint64_t)hz +
+                       (uint64_t)ts.tv_nsec * (uint64_t)hz / NSEC_PER_SEC;
+        return t->id.start_time + (uint64_t)PIPELINE_YOUNG_SEC * (uint64_t)hz > now;
+}
+
 static bool pipeline_note_is_news(const Pipeline *p, const WakeNote *n) {
         WakeGraphTask waker, wakee;
         if (n->waker <= 0 || n->wakee <= 0)
@@ -293,10 +307,19 @@ static bool pipeline_note_is_news(const Pipeline *p, const WakeNote *n) {
         if (wake_graph_get_task(p->graph, n->waker, 0, &waker) <= 0 ||
             wake_graph_get_task(p->graph, n->wakee, 0, &wakee) <= 0)
                 return true; /* a task the model does not know yet */
-        if (waker.group_id == 0 || waker.group_id != wakee.group_id)
+        const PlanGroup *a = waker.group_id ? plan_find_group(p->plan, waker.group_id) : NULL;
+        const PlanGroup *b = wakee.group_id ? plan_find_group(p->plan, wakee.group_id) : NULL;
+        /* A relation too new to be a group yet, or a new relation of a task
+         * alone so far, of a task started in the last seconds: a new client.
+         * (hackbench's tasks, in no group or alone now and then, are old.) */
+        bool young = pipeline_task_young(&waker) || pipeline_task_young(&wakee);
+        if (!waker.group_id || !wakee.group_id)
+                return young;
+        if (!a || !b)
                 return false;
-        const PlanGroup *pg = plan_find_group(p->plan, waker.group_id);
-        return pg && pg->class == GROUP_PAIR && (pg->waiting || !pg->managed);
+        if (a != b)
+                return young && (a->class == GROUP_SOLO || b->class == GROUP_SOLO);
+        return a->class == GROUP_PAIR && (a->waiting || !a->managed);
 }
 
 int pipeline_dispatch_notes(Pipeline *p) {
@@ -636,6 +659,11 @@ static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env
  * placed several times its regular ticks.
  */
 #define PIPELINE_QUICK_MIN_RATE 1000.0
+
+/* Tasks of a new group at most that bring quick ticks while it waits to be
+ * measured: a pair, a server thread with a client or two; hackbench's
+ * groups of 40, which form afresh every tick, wait for the regular tick. */
+#define PIPELINE_QUICK_MAX_TASKS 4
 
 static bool group_worth_quick(const Group *g) {
         return MAX(g->wake_rate, g->handoff_rate) >= PIPELINE_QUICK_MIN_RATE;
@@ -1003,7 +1031,7 @@ static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsign
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg &&
-                    ((pg->waiting && pg->class == GROUP_PAIR) ||
+                    ((pg->waiting && groups[i].n_tasks <= PIPELINE_QUICK_MAX_TASKS) ||
                      (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
                     group_worth_quick(&groups[i]))
                         return true;
