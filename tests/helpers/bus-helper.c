@@ -93,17 +93,27 @@ static const sd_bus_vtable authority_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static int run_polkit(sd_bus *bus) {
-        int r = sd_bus_add_object_vtable(bus, NULL, POLKIT_BUS_PATH, POLKIT_BUS_INTERFACE,
-                                         authority_vtable, NULL);
+/* Serves vtable at path and interface under name, then says "ready" on
+ * stdout. Return: 0, or negative errno (said on stderr as what's). */
+static int publish(sd_bus *bus, const char *what, const char *name, const char *path,
+                   const char *interface, const sd_bus_vtable *vtable) {
+        int r = sd_bus_add_object_vtable(bus, NULL, path, interface, vtable, NULL);
         if (r >= 0)
-                r = sd_bus_request_name(bus, POLKIT_BUS_NAME, 0);
+                r = sd_bus_request_name(bus, name, 0);
         if (r < 0) {
-                fprintf(stderr, "fake polkit: %s\n", strerror(-r));
-                return 1;
+                fprintf(stderr, "%s: %s\n", what, strerror(-r));
+                return r;
         }
         printf("ready\n");
         fflush(stdout);
+        return 0;
+}
+
+static int run_polkit(sd_bus *bus) {
+        int r = publish(bus, "fake polkit", POLKIT_BUS_NAME, POLKIT_BUS_PATH, POLKIT_BUS_INTERFACE,
+                        authority_vtable);
+        if (r < 0)
+                return 1;
         for (;;) {
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
@@ -193,16 +203,10 @@ static const sd_bus_vtable old_placed_vtable[] = {
 };
 
 static int run_old_placed(sd_bus *bus) {
-        int r = sd_bus_add_object_vtable(bus, NULL, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
-                                         old_placed_vtable, NULL);
-        if (r >= 0)
-                r = sd_bus_request_name(bus, PLACED_BUS_NAME, 0);
-        if (r < 0) {
-                fprintf(stderr, "old placed: %s\n", strerror(-r));
+        int r = publish(bus, "old placed", PLACED_BUS_NAME, PLACED_BUS_PATH, PLACED_BUS_INTERFACE,
+                        old_placed_vtable);
+        if (r < 0)
                 return 1;
-        }
-        printf("ready\n");
-        fflush(stdout);
         for (;;) {
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
