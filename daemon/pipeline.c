@@ -56,7 +56,7 @@
 #define PIPELINE_NOTED_MAX  256 /* tasks whose first note is remembered */
 #define PIPELINE_NOTES_READ 64  /* notes taken from the source at once */
 /* How long a note keeps its tasks in a quick tick's focus, and asks for
- * another quick tick while they are not in a decided group yet. */
+ * another quick tick while they are in a pair waiting to be measured. */
 #define PIPELINE_NOTE_FRESH_NS (1000 * 1000 * 1000ULL)
 
 typedef struct NotedTask {
@@ -1026,10 +1026,10 @@ static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t
         return false;
 }
 
-/* Whether a busy enough pair waits to be measured, a busy enough group is
- * on trial (and not advised only), or a fresh note is not decided yet. A
- * new fanout or mesh waits for the regular tick: hackbench's form afresh
- * every tick. */
+/* Whether a busy enough group of at most PIPELINE_QUICK_MAX_TASKS tasks
+ * waits to be measured, a busy enough group is on trial (and not advised
+ * only), or a fresh note's pair waits to be measured. A bigger new group
+ * waits for the regular tick: hackbench's form afresh every tick. */
 static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsigned n,
                                   const Plan *plan, bool advise, uint64_t now_ns) {
         if (pipeline_notes_pending(p, plan, now_ns))
