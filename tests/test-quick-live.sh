@@ -65,6 +65,10 @@ step_quick_pair() {
     first_cpus=$(cpus_allowed "$first_parent")
     mark=$(wc -l <"$log")
     pair_start
+    # As for the first: placed may place it before pair_start reads its
+    # affinity (13 ms after it started, once, under ASan).
+    live_track "$pair_parent" "$(online_cpus)"
+    live_track "$pair_child" "$(online_cpus)"
     wait_packed "$log"
     while read -r k m; do
         if [ "$k" -ge 1 ] && [ "$k" -lt "$m" ]; then decided="$k of $m"; break; fi
