@@ -106,6 +106,14 @@ def start_pairs(args, env, n, seconds, warmup):
     return procs, pids, t0
 
 
+def kill_pairs(procs):
+    """Kills and reaps the pairs still running (a run cut short)."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def pair_rates(procs, outs):
     rates = []
     for p, out in zip(procs, outs):
@@ -135,10 +143,7 @@ def run_pairs(args, env, n):
         stat1, idle1, w1 = read_stat(), read_idle(), time.monotonic()
     finally:
         w.stop()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        kill_pairs(procs)
     rates = pair_rates(procs, outs)
     total = sum(rates)
     secs = w1 - w0
@@ -201,10 +206,7 @@ def wl_mixed(args, env):
         outs = [p.communicate(timeout=30)[0] for p in procs]
     finally:
         w.stop()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        kill_pairs(procs)
     rates = pair_rates(procs, outs)
     res = {"metric": "round trips/s", "value": sum(rates), "better": "higher", "pairs": n,
            "per_pair": rates, "hackbench_groups": groups, "hackbench_s": hack["value"]}
