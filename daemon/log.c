@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "string-table.h"
@@ -78,6 +79,18 @@ static bool log_stderr_is_journal(void) {
         return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+/* Return: true when PLACED_LOG_TIME is set to 1, "yes" or "true": each line
+ * then starts with CLOCK_MONOTONIC seconds, to line a debug log up with
+ * what a benchmark or a test saw (as SYSTEMD_LOG_TIME does for systemd). */
+static bool log_use_time(void) {
+        static int use = -1;
+        if (use < 0) {
+                const char *e = getenv("PLACED_LOG_TIME");
+                use = e && (strcmp(e, "1") == 0 || strcmp(e, "yes") == 0 || strcmp(e, "true") == 0);
+        }
+        return use;
+}
+
 bool log_use_prefix(void) {
         static int prefix = -1;
         if (prefix < 0)
@@ -105,10 +118,17 @@ int log_internal(int level, int error, const char *fmt, ...) {
         char safe[sizeof(msg) * 4];
         log_escape(msg, safe, sizeof(safe));
 
+        char when[32] = "";
+        if (log_use_time()) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                snprintf(when, sizeof(when), "[%lld.%06ld] ", (long long)ts.tv_sec,
+                         ts.tv_nsec / 1000);
+        }
         if (log_use_prefix())
-                fprintf(stderr, "<%d>%s\n", level, safe);
+                fprintf(stderr, "<%d>%s%s\n", level, when, safe);
         else
-                fprintf(stderr, "%s\n", safe);
+                fprintf(stderr, "%s%s\n", when, safe);
 
         errno = saved;
         return r;

@@ -141,6 +141,21 @@ plain "$T/stale.out" "with a stale JOURNAL_STREAM on a terminal"
 JOURNAL_STREAM=$(stat -c %d:%i "$T/journal-file.out") "$placed" $bad_args 2>"$T/stale-file.out" || true
 plain "$T/stale-file.out" "into a file JOURNAL_STREAM does not name"
 ok "logs: <3> where JOURNAL_STREAM names stderr (file, pipe, terminal); plain on a terminal, into a file or a pipe, and with a stale JOURNAL_STREAM"
+# PLACED_LOG_TIME=1: CLOCK_MONOTONIC seconds first, after the priority where there is one.
+# shellcheck disable=SC2086
+PLACED_LOG_TIME=1 "$placed" $bad_args 2>"$T/time.out" || true
+grep -Eq '^\[[0-9]+\.[0-9]{6}\] Cannot read the configuration file' "$T/time.out" ||
+    { cat -A "$T/time.out"; fail "no time before a line with PLACED_LOG_TIME=1"; }
+# shellcheck disable=SC2086
+PLACED_LOG_TIME=1 JOURNAL_STREAM=$(stat -c %d:%i "$T/journal-file.out") "$placed" $bad_args \
+    2>>"$T/journal-file.out" || true
+grep -Eq '^<3>\[[0-9]+\.[0-9]{6}\] Cannot read' "$T/journal-file.out" ||
+    { cat -A "$T/journal-file.out"; fail "no <3>[time] with PLACED_LOG_TIME=1 into the journal"; }
+# shellcheck disable=SC2086
+PLACED_LOG_TIME=0 "$placed" $bad_args 2>"$T/notime.out" || true
+plain "$T/notime.out" "with PLACED_LOG_TIME=0"
+! grep -q '^\[' "$T/notime.out" || { cat -A "$T/notime.out"; fail "a time with PLACED_LOG_TIME=0"; }
+ok "logs: PLACED_LOG_TIME=1 puts CLOCK_MONOTONIC seconds first (after <N>); 0 does not"
 
 # --- start: READY=1, STATUS=, watchdog pings
 start_placed --dry-run

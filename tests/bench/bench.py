@@ -521,7 +521,10 @@ class Placed:
                "--profile", self.profile, "--config", conf,
                "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + (
                    ["--dry-run"] if self.advise else []) + self.extra + args.placed_arg
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        # A kept log's lines start with CLOCK_MONOTONIC seconds, as results.json's
+        # t0_monotonic_s: what placed did lines up with the run.
+        env = dict(os.environ, PLACED_LOG_TIME="1") if args.keep_logs else None
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 10
         while True:
             self.log.seek(0)
@@ -1336,7 +1339,9 @@ def main():
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
     ap.add_argument("--keep-logs", action="store_true",
-                    help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log")
+                    help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log, "
+                    "each line headed by its CLOCK_MONOTONIC time (PLACED_LOG_TIME=1), as a "
+                    "run's t0_monotonic_s in results.json")
     args = ap.parse_args()
     args.out = args.out or os.path.join(args.build, "bench")
     try:

@@ -174,12 +174,15 @@ class Watch(threading.Thread):
 
     def figures(self, t0):
         """What results.json keeps: packed_after_s (the last group's, None when
-        a group never was), per group, how many were undone, CPUs touched."""
+        a group never was), per group, how many were undone, CPUs touched, and
+        t0 itself (CLOCK_MONOTONIC seconds, as placed's lines start with under
+        PLACED_LOG_TIME=1: a kept log lines up with the run)."""
         each = self.packed_after(t0)
         return {"packed_after_s": None if not each or None in each else max(each),
                 "packed_each_s": each,
                 "packed_undone": sum(self.undone or []),
-                "watch_polls": self.polls}
+                "watch_polls": self.polls,
+                "t0_monotonic_s": round(t0, 6)}
 
     def touched_figures(self):
         return {"cpus_touched": len(self.touched), "cpus_touched_list": sorted(self.touched),
