@@ -154,9 +154,9 @@ int wake_source_notes_fd(const WakeSource *s);
 
 /*
  * wake_source_read_notes() - the notes written since the last call, at most
- * max of them into ret (the BPF program writes one per CPU and edge, so a
- * steady pair writes none after its first; a burst beyond the source's
- * buffer is dropped: the tick sees those edges anyway).
+ * max of them into ret (the BPF program writes one per CPU and edge at most
+ * every WAKE_NOTE_QUIET_NS, so a steady pair writes few; a burst beyond the
+ * source's buffer is dropped: the tick sees those edges anyway).
  *
  * Return: how many, or negative errno.
  */

@@ -526,22 +526,28 @@ static __always_inline __u32 pid_in_ns(struct task_struct *t, __u32 level,
 }
 
 /*
- * The CPU's run reached WAKE_NOTE_RUN: a note, unless this CPU's last one
- * was of the same edge (a run that other wakeups cut and that resumes).
- * Off the hot path: it runs once a run. Returns 0.
+ * The CPU's run or turns reached WAKE_NOTE_RUN: a note, unless this CPU's
+ * last one was of the same edge less than WAKE_NOTE_QUIET_NS ago (a run that
+ * other wakeups cut and that resumes). Off the hot path: it runs once a run.
+ * Returns 0.
  */
 static __attribute__((noinline)) int
 run_note(struct wake_cpu_ctl *c, __u32 cpu, struct task_struct *waker, struct task_struct *wakee) {
-        if (!notes_on || (c->noted_waker == c->run_waker && c->noted_wakee == c->run_wakee))
+        if (!notes_on)
+                return 0;
+        __u64 now = bpf_ktime_get_ns();
+        if (c->noted_waker == c->run_waker && c->noted_wakee == c->run_wakee &&
+            now - c->noted_ns < WAKE_NOTE_QUIET_NS)
                 return 0;
         c->noted_waker = c->run_waker;
         c->noted_wakee = c->run_wakee;
+        c->noted_ns = now;
         struct wake_note *n = bpf_ringbuf_reserve(&notes, sizeof(*n), 0);
         if (!n)
                 return 0; /* the ring is full: userspace is behind, and its tick will see it */
         n->waker_task = c->run_waker;
         n->wakee_task = c->run_wakee;
-        n->ts_ns = bpf_ktime_get_ns();
+        n->ts_ns = now;
         n->cpu = cpu;
         /* TIDs as placed's /proc shows them (the iterator set where that is). */
         __u32 level = reader_level;
@@ -653,6 +659,9 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
                 return cache_count(c, cpu, *(volatile __u64 *)&c->task_addr[0],
                                    *(volatile __u64 *)&c->task_addr[1]);
         }
+        /* The run before, turned round: a pair taking turns on this CPU. */
+        int turned = c->run_waker == (__u64)(unsigned long)p &&
+                     c->run_wakee == (__u64)(unsigned long)cur;
         c->run_waker = (__u64)(unsigned long)cur;
         c->run_wakee = (__u64)(unsigned long)p;
         if (n) {
@@ -661,6 +670,13 @@ int BPF_PROG(wake_sched_waking, struct task_struct *p) {
         } else {
                 WRITE_SEQ(c->run_count, 1); /* after its edge (see the top) */
         }
+        if (!turned) {
+                if (c->turns)
+                        c->turns = 0;
+                return 0;
+        }
+        if (++c->turns == WAKE_NOTE_RUN)
+                return run_note(c, cpu, cur, p);
         return 0;
 }
 

@@ -154,12 +154,22 @@ struct wake_task_info {
 /*
  * A note: a run of one edge on one CPU reached WAKE_NOTE_RUN wakeups in a
  * row, the sign of a pair handing work back and forth across two CPUs (each
- * CPU sees one direction, a run that does not end). The program writes one
- * to its ring buffer when a CPU's run reaches the count, unless that CPU's
- * last note was of the same edge, so that userspace can decide at once
- * instead of at its next tick; it costs the hot path one compare.
+ * CPU sees one direction, a run that does not end); or WAKE_NOTE_RUN runs in
+ * a row on one CPU were each the one before turned round (A wakes B, B wakes
+ * A, ...), the sign of a pair taking turns on one CPU, which no run shows (a
+ * new client the kernel started beside its server: redis sessions waited
+ * for a tick, 0.9 s, while the kernel kept them there and then moved one).
+ * The program writes one to its ring buffer when a CPU's run or turns reach
+ * the count, unless that CPU's last note was of the same edge less than
+ * WAKE_NOTE_QUIET_NS ago, so that userspace can decide at once instead of at
+ * its next tick; it costs a repeated edge one compare, and another edge two
+ * compares and a store. The edge is two task_struct addresses, which a new
+ * task may get from one that ended: a redis client's after the one before
+ * it, whose note the CPU wrote last (1 session in 10 waited 2 s for a note
+ * from the other CPU while the quiet time had no end).
  */
-#define WAKE_NOTE_RUN 32
+#define WAKE_NOTE_QUIET_NS (1000 * 1000 * 1000ULL)
+#define WAKE_NOTE_RUN      32
 
 struct wake_note {
         __u64 waker_task; /* task_struct addresses, as in wake_edge_key */
@@ -211,9 +221,11 @@ struct wake_cpu_ctl {
         __u8 in_hrtimer;     /* an hrtimer callback runs */
         __u8 cfg;            /* WAKE_CFG_* */
         __u64 lost;          /* the edge map full */
-        __u64 countdown;     /* calls to skip before the next sampled one */
-        __u64 cached;        /* counted in the edge cache (the log was full) */
-        __u64 misses;        /* of those, edge cache misses: calls that took a way */
+        __u32 countdown;     /* calls to skip before the next sampled one */
+        __u32 turns;         /* runs in a row, each the one before turned round (see wake_note) */
+        __u32 cached;        /* counted in the edge cache (the log was full; wraps) */
+        __u32 misses;        /* of those, edge cache misses: calls that took a way (wraps) */
+        __u64 noted_ns;      /* when this CPU wrote its last note (see wake_note) */
         __u64 task_addr[2];  /* scratch of the edge cache path */
         __u64 noted_waker;   /* the edge of the last note this CPU wrote (see wake_note) */
         __u64 noted_wakee;

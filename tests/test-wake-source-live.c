@@ -11,7 +11,8 @@
  * (hrtimer expiry of a sleeper while busy tasks are current) attributed to
  * nobody; and the BPF source's counts checked against the program's runs
  * (every wakeup reported once) and a pipe pair's, edge by edge, against
- * perf counters of sched_waking.
+ * perf counters of sched_waking; and the BPF source's notes of two threads
+ * taking turns on one CPU, again after the quiet time.
  *
  * Exits 77 when not root or when the kernel refuses the BPF program. If
  * tracefs is not mounted the perf test mounts it and unmounts it after.
@@ -642,6 +643,114 @@ static void check_timer_wakeups_skipped(WakeSourceKind kind) {
         assert_true(skipped >= 1000); /* ~5000 sleeps a second for 1.4 s, at least */
 }
 
+/*
+ * Notes (wake.h, wake_note): two threads that take turns on one CPU over two
+ * pipes (A wakes B, B wakes A, ...) show no run, only turns; the program
+ * notes them once WAKE_NOTE_RUN turns came in a row. The same edge on the
+ * same CPU is noted again once WAKE_NOTE_QUIET_NS have passed (a new task
+ * may get an ended one's task_struct address, and with it its edge).
+ */
+typedef struct TurnPair {
+        int ping[2], pong[2], go[2], done[2];
+        pid_t tid[2];
+        int cpu;
+} TurnPair;
+
+#define TURN_ROUND_TRIPS 2000
+
+/* Pins the calling thread to cpu; a child or thread that cannot be pinned ends the test. */
+static void pin_self(unsigned cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0)
+                _exit(126);
+}
+
+/* B: answers each byte on ping with one on pong, until 'q'. */
+static void *turn_pair_b(void *arg) {
+        TurnPair *t = arg;
+        char c;
+        t->tid[1] = (pid_t)syscall(SYS_gettid);
+        pin_self((unsigned)t->cpu);
+        (void)!write(t->done[1], "r", 1);
+        while (read(t->ping[0], &c, 1) == 1 && c != 'q')
+                (void)!write(t->pong[1], &c, 1);
+        return NULL;
+}
+
+/* A: at each byte on go, TURN_ROUND_TRIPS round trips with B, then a byte on done. */
+static void *turn_pair_a(void *arg) {
+        TurnPair *t = arg;
+        char c;
+        t->tid[0] = (pid_t)syscall(SYS_gettid);
+        pin_self((unsigned)t->cpu);
+        (void)!write(t->done[1], "r", 1);
+        while (read(t->go[0], &c, 1) == 1 && c != 'q') {
+                for (unsigned i = 0; i < TURN_ROUND_TRIPS; i++) {
+                        (void)!write(t->ping[1], "x", 1);
+                        (void)!read(t->pong[0], &c, 1);
+                }
+                (void)!write(t->done[1], "d", 1);
+        }
+        (void)!write(t->ping[1], "q", 1);
+        return NULL;
+}
+
+/* Notes of the pair read so far: one burst of round trips, then the notes. */
+static unsigned turn_burst_notes(Observer *o, TurnPair *t) {
+        WakeNote notes[64];
+        char c;
+        unsigned mine = 0;
+        assert_int_equal(write(t->go[1], "g", 1), 1);
+        assert_int_equal(read(t->done[0], &c, 1), 1);
+        int n = wake_source_read_notes(o->source, notes, ELEMENTSOF(notes));
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+                bool ab = notes[i].waker == t->tid[0] && notes[i].wakee == t->tid[1];
+                bool ba = notes[i].waker == t->tid[1] && notes[i].wakee == t->tid[0];
+                mine += ab || ba;
+        }
+        print_message("burst: %d notes, %u of the pair %d, %d on CPU %d\n", n, mine, (int)t->tid[0],
+                      (int)t->tid[1], t->cpu);
+        return mine;
+}
+
+static void test_bpf_notes_turns(void **state) {
+        Observer o;
+        TurnPair t = { .cpu = sched_getcpu() };
+        pthread_t a, b;
+        char c;
+        assert_true(t.cpu >= 0);
+        assert_int_equal(pipe(t.ping), 0);
+        assert_int_equal(pipe(t.pong), 0);
+        assert_int_equal(pipe(t.go), 0);
+        assert_int_equal(pipe(t.done), 0);
+        observer_open(&o, WAKE_SOURCE_BPF, 2);
+        WakeNote old[64];
+        (void)wake_source_read_notes(o.source, old, ELEMENTSOF(old)); /* what came before */
+        assert_int_equal(pthread_create(&b, NULL, turn_pair_b, &t), 0);
+        assert_int_equal(pthread_create(&a, NULL, turn_pair_a, &t), 0);
+        assert_int_equal(read(t.done[0], &c, 1), 1);
+        assert_int_equal(read(t.done[0], &c, 1), 1);
+
+        unsigned first = turn_burst_notes(&o, &t);
+        /* The quiet time over: the same turns are noted again. */
+        sleep_ms((unsigned)(WAKE_NOTE_QUIET_NS / 1000000) + 200);
+        unsigned again = turn_burst_notes(&o, &t);
+
+        assert_int_equal(write(t.go[1], "q", 1), 1);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        int fds[] = { t.ping[0], t.ping[1], t.pong[0], t.pong[1],
+                      t.go[0],   t.go[1],   t.done[0], t.done[1] };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                close(fds[i]);
+        observer_close(&o);
+        assert_true(first >= 1);
+        assert_true(again >= 1);
+}
+
 static void test_bpf_timer_wakeups_skipped(void **state) {
         check_timer_wakeups_skipped(WAKE_SOURCE_BPF);
 }
@@ -707,14 +816,6 @@ static uint64_t counter_value(int fd) {
         uint64_t v = 0;
         assert_int_equal(read(fd, &v, sizeof(v)), (ssize_t)sizeof(v));
         return v;
-}
-
-static void pin_self(unsigned cpu) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set) < 0)
-                _exit(126);
 }
 
 /* Bytes back and forth over two pipes between two children: a hands, b answers.
@@ -1274,6 +1375,7 @@ int main(void) {
                 cmocka_unit_test(test_bpf_tcp_pair),
                 cmocka_unit_test(test_bpf_udp_pair),
                 cmocka_unit_test(test_bpf_timer_wakeups_skipped),
+                cmocka_unit_test(test_bpf_notes_turns),
                 cmocka_unit_test(test_bpf_markers_attach_order),
                 cmocka_unit_test_teardown(test_bpf_task_facts, teardown_facts_pair),
                 cmocka_unit_test_teardown(test_perf_pipe_pair, teardown_tracefs),
