@@ -276,6 +276,11 @@ static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
         p->n_noted = MIN(p->n_noted + 1, PIPELINE_NOTED_MAX);
 }
 
+/* Tasks of a new group at most that bring quick ticks while it waits to be
+ * measured: a pair, a server thread with a client or two; hackbench's
+ * groups of 40, which form afresh every tick, wait for the regular tick. */
+#define PIPELINE_QUICK_MAX_TASKS 4
+
 /* Seconds since its start under which a task counts as new to a note. */
 #define PIPELINE_YOUNG_SEC 10
 
@@ -291,12 +296,19 @@ static bool pipeline_task_young(const WakeGraphTask *t) {
 }
 
 /*
- * Whether a note is news (see pipeline_dispatch_notes()):
+ * Why a note is news, or NULL where it is not (see pipeline_dispatch_notes()):
  *   - a task the model does not know yet;
  *   - a task started in the last PIPELINE_YOUNG_SEC seconds that is in no
  *     group yet, or alone so far and now waking another: a new client (the
  *     benchmark's second sockperf session waited for the settled regular
  *     tick, 1.55 s median, while such notes were not news);
+ *   - a note inside a group of at most PIPELINE_QUICK_MAX_TASKS tasks of
+ *     the last plan whose tasks wake each other only one way so far (a
+ *     solo group), of a young task: the other way
+ *     may make it a pair. A quick tick 13 ms after a new redis client's
+ *     first note saw only its wakeups of the server; the server's of the
+ *     client were noted 5 ms later, and while they were not news the pair
+ *     waited for a regular tick, 3 s away (1 session in 10);
  *   - a pair the last plan did not place, waiting to be measured or left
  *     to the kernel while the kernel now runs it spread (a client first run
  *     on its server's CPU: redis sessions waited 3 s).
@@ -306,13 +318,13 @@ static bool pipeline_task_young(const WakeGraphTask *t) {
  * each brought a quick tick as costly as a regular one (0.69% of a CPU
  * beside 1,600 tasks where every note in no group was news; 0.41% now).
  */
-static bool pipeline_note_is_news(const Pipeline *p, const WakeNote *n) {
+static const char *pipeline_note_news(const Pipeline *p, const WakeNote *n) {
         WakeGraphTask waker, wakee;
         if (n->waker <= 0 || n->wakee <= 0)
-                return false; /* outside placed's PID namespace: nothing it can place */
+                return NULL; /* outside placed's PID namespace: nothing it can place */
         if (wake_graph_get_task(p->graph, n->waker, 0, &waker) <= 0 ||
             wake_graph_get_task(p->graph, n->wakee, 0, &wakee) <= 0)
-                return true; /* a task the model does not know yet */
+                return "a task the model does not know yet";
         const PlanGroup *a = waker.group_id ? plan_find_group(p->plan, waker.group_id) : NULL;
         const PlanGroup *b = wakee.group_id ? plan_find_group(p->plan, wakee.group_id) : NULL;
         /* A relation too new to be a group yet, or a new relation of a task
@@ -320,12 +332,22 @@ static bool pipeline_note_is_news(const Pipeline *p, const WakeNote *n) {
          * (hackbench's tasks, in no group or alone now and then, are old.) */
         bool young = pipeline_task_young(&waker) || pipeline_task_young(&wakee);
         if (!waker.group_id || !wakee.group_id)
-                return young;
+                return young ? "a young task in no group yet" : NULL;
         if (!a || !b)
-                return false;
+                return NULL;
         if (a != b)
-                return young && (a->class == GROUP_SOLO || b->class == GROUP_SOLO);
-        return a->class == GROUP_PAIR && (a->waiting || !a->managed);
+                return young && (a->class == GROUP_SOLO || b->class == GROUP_SOLO)
+                               ? "a young task alone so far waking another"
+                               : NULL;
+        if (a->class == GROUP_SOLO) /* one way so far: the other may make it a pair */
+                return young && waker.group_size <= PIPELINE_QUICK_MAX_TASKS
+                               ? "a young task in a small group waking one way so far"
+                               : NULL;
+        if (a->class == GROUP_PAIR && a->waiting)
+                return "a pair waiting to be measured";
+        if (a->class == GROUP_PAIR && !a->managed)
+                return "a pair left to the kernel, now run spread";
+        return NULL;
 }
 
 int pipeline_dispatch_notes(Pipeline *p) {
@@ -337,8 +359,12 @@ int pipeline_dispatch_notes(Pipeline *p) {
         for (int i = 0; i < n; i++) {
                 pipeline_remember_noted(p, notes[i].waker, notes[i].ts_ns);
                 pipeline_remember_noted(p, notes[i].wakee, notes[i].ts_ns);
-                if (!news && pipeline_note_is_news(p, &notes[i]))
+                const char *why = news ? NULL : pipeline_note_news(p, &notes[i]);
+                if (why) {
+                        log_debug("Note of %d waking %d: %s.", (int)notes[i].waker,
+                                  (int)notes[i].wakee, why);
                         news = 1;
+                }
         }
         return news;
 }
@@ -666,11 +692,6 @@ static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env
  */
 #define PIPELINE_QUICK_MIN_RATE 1000.0
 
-/* Tasks of a new group at most that bring quick ticks while it waits to be
- * measured: a pair, a server thread with a client or two; hackbench's
- * groups of 40, which form afresh every tick, wait for the regular tick. */
-#define PIPELINE_QUICK_MAX_TASKS 4
-
 static bool group_worth_quick(const Group *g) {
         return MAX(g->wake_rate, g->handoff_rate) >= PIPELINE_QUICK_MIN_RATE;
 }
@@ -977,8 +998,10 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
 
 /*
  * Says, in the reason of each group placed anew this tick, how long after
- * its tasks' first note (their edge became a run across CPUs) it was placed,
- * and whether at a quick tick: what "placed in a blink" measures.
+ * its tasks' first notes it was placed, and whether at a quick tick: what
+ * "placed in a blink" measures. The group as it is began no sooner than
+ * the latest of them: a server's first note may be a client's before (a
+ * redis server's second session said "4069 ms" where it took 70).
  */
 static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n, Plan *plan,
                               uint64_t now_ns, TickKind kind) {
@@ -990,8 +1013,7 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
                 uint64_t first = 0;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
                         uint64_t t = pipeline_noted_ns(p, groups[i].tasks[k].tid);
-                        if (t && (!first || t < first))
-                                first = t;
+                        first = MAX(first, t);
                 }
                 PlanGroup *pg = &plan->groups[found - plan->groups];
                 size_t len = strlen(pg->reason);
@@ -1009,8 +1031,10 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
 /*
  * Whether a task noted in the last second is in a pair waiting to be
  * measured, however light it looked over the window since its note (a
- * client's first wakeups): no second note comes for the same edge on that
- * CPU.
+ * client's first wakeups), or is young and in a group of at most
+ * PIPELINE_QUICK_MAX_TASKS tasks that wakes only one way so far (its other
+ * way not in the window yet): no second note comes
+ * for the same edge on that CPU.
  */
 static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t now_ns) {
         for (unsigned i = 0; i < p->n_noted; i++) {
@@ -1021,6 +1045,9 @@ static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t
                         continue; /* gone, or not in the model: nothing to decide */
                 const PlanGroup *pg = t.group_id ? plan_find_group(plan, t.group_id) : NULL;
                 if (pg && pg->class == GROUP_PAIR && pg->waiting)
+                        return true;
+                if (pg && pg->class == GROUP_SOLO && t.group_size <= PIPELINE_QUICK_MAX_TASKS &&
+                    pipeline_task_young(&t))
                         return true;
         }
         return false;

@@ -761,6 +761,9 @@ int wake_graph_get_task(const WakeGraph *g, pid_t tid, uint64_t now_ns, WakeGrap
         if (!u64map_get(g->by_tid, (uint64_t)tid, &i))
                 return 0;
         const WgTask *t = &g->tasks[i];
+        uint32_t size = 0;
+        if (t->group_id)
+                (void)u64map_get(g->prev_size, t->group_id, &size);
         *ret = (WakeGraphTask){
                 .id = t->id,
                 .tgid = t->tgid,
@@ -768,6 +771,7 @@ int wake_graph_get_task(const WakeGraph *g, pid_t tid, uint64_t now_ns, WakeGrap
                 .out_rate = t->out_rate,
                 .in_rate = t->in_rate,
                 .group_id = t->group_id,
+                .group_size = size,
         };
         memcpy(ret->comm, t->comm, sizeof(ret->comm));
         return 1;

@@ -51,6 +51,7 @@ typedef struct WakeGraphTask {
         double out_rate;      /* wakeups/s it causes */
         double in_rate;       /* wakeups/s it receives */
         uint64_t group_id;    /* 0 = in no group */
+        uint32_t group_size;  /* tasks of that group at the last update; 0 = in none */
 } WakeGraphTask;
 
 /* One edge, for placectl graph --dot. */

@@ -171,8 +171,13 @@ static void test_pair(void **state) {
         assert_true(g->wake_rate > 9000 && g->wake_rate < 11000);
         tick_pair(s, 101, 102, 5000);
         sim_tick(s);
-        assert_group(s, 101, 102, GROUP_PAIR);
+        g = assert_group(s, 101, 102, GROUP_PAIR);
         assert_int_equal(s->n_groups, 1);
+        /* A task's group and its size, as the pipeline's note rules read them. */
+        WakeGraphTask t;
+        assert_int_equal(wake_graph_get_task(s->graph, 102, s->now_ns, &t), 1);
+        assert_int_equal(t.group_id, g->id);
+        assert_int_equal(t.group_size, 2);
         sim_free(s);
 }
 
@@ -192,6 +197,9 @@ static void run_fanout(bool wake_back) {
         const Group *g = assert_group(s, 200, 264, GROUP_FANOUT);
         assert_int_equal(g->tasks[0].tid, 200); /* the master first */
         assert_int_equal(s->n_groups, 1);
+        WakeGraphTask t;
+        assert_int_equal(wake_graph_get_task(s->graph, 230, s->now_ns, &t), 1);
+        assert_int_equal(t.group_size, 65);
         sim_free(s);
 }
 
@@ -368,6 +376,9 @@ static void test_exit(void **state) {
         sim_tick(s);
         assert_int_equal(s->n_groups, 0);
         assert_int_equal(wake_graph_n_tasks(s->graph), 1);
+        assert_int_equal(wake_graph_get_task(s->graph, 102, s->now_ns, &t), 1);
+        assert_int_equal(t.group_id, 0); /* alone now: in no group, of no size */
+        assert_int_equal(t.group_size, 0);
         assert_int_equal(wake_graph_n_edges(s->graph), 0);
         sim_free(s);
 }
