@@ -550,7 +550,7 @@ void manager_tick(Manager *m, TickKind kind) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         PipelineEnv env = manager_pipeline_env(m);
         TickResult res;
-        bool quick_wanted = false, settled = false;
+        bool quick_wanted = false, quick_soon = false, settled = false;
 
         if (kind == TICK_QUICK) {
                 (void)manager_quick_budget(m, start);
@@ -559,6 +559,7 @@ void manager_tick(Manager *m, TickKind kind) {
         }
         if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, kind, &res) >= 0) {
                 quick_wanted = res.quick_wanted;
+                quick_soon = res.quick_soon;
                 settled = res.settled;
                 memcpy(m->last_tick_stage_usec, res.stage_usec, sizeof(res.stage_usec));
                 manager_publish(m, &res);
@@ -582,13 +583,16 @@ void manager_tick(Manager *m, TickKind kind) {
         /* The next tick: a period from now (settled_factor periods while
          * settled: nothing new comes but with a note, which brings a quick
          * tick), or a quick one while a group waits to be measured or a
-         * placement is on trial. */
+         * placement is on trial: a quick window later, or half of one (the
+         * least manager_want_quick_tick() allows) for a freshly noted pair,
+         * whose first quick tick saw it and whose next one places it. */
         uint64_t period = (uint64_t)m->interval_ms * USEC_PER_MSEC;
+        uint64_t quick = (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC;
         if (settled)
                 period *= MAX(m->config.settled_factor, 1u);
         manager_arm_tick(m, start, period, TICK_REGULAR);
         if (quick_wanted)
-                manager_want_quick_tick(m, (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC);
+                manager_want_quick_tick(m, quick_soon ? quick / 2 : quick);
 }
 
 int manager_reload(Manager *m, char **err) {

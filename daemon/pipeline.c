@@ -1054,13 +1054,11 @@ static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t
 }
 
 /* Whether a busy enough group of at most PIPELINE_QUICK_MAX_TASKS tasks
- * waits to be measured, a busy enough group is on trial (and not advised
- * only), or a fresh note's pair waits to be measured. A bigger new group
- * waits for the regular tick: hackbench's form afresh every tick. */
+ * waits to be measured, or a busy enough group is on trial (and not advised
+ * only). A bigger new group waits for the regular tick: hackbench's form
+ * afresh every tick. */
 static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsigned n,
                                   const Plan *plan, bool advise, uint64_t now_ns) {
-        if (pipeline_notes_pending(p, plan, now_ns))
-                return true;
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg &&
@@ -1218,10 +1216,13 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_apply(p, env, groups, n, plan);
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
-        bool quick_wanted = pipeline_quick_wanted(p, groups, n, plan, env->advise, now_ns);
+        bool quick_soon = pipeline_notes_pending(p, plan, now_ns);
+        bool quick_wanted =
+                quick_soon || pipeline_quick_wanted(p, groups, n, plan, env->advise, now_ns);
         bool settled = pipeline_plan_settled(plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
+        ret->quick_soon = quick_soon;
         ret->settled = settled && changes == 0 && ret->trials_started == 0;
         pipeline_stage_done(stage_usec, TICK_STAGE_APPLY, &mark);
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));

@@ -73,6 +73,10 @@ typedef struct TickResult {
         /* A group waits to be measured or a placement is on trial: the next
          * tick is worth having soon (a quick one). */
         bool quick_wanted;
+        /* Of those, a task noted in the last second is in a pair waiting to
+         * be measured, or a young one in a group waking one way so far: the
+         * shortest window that measures anything (half a quick one) will do. */
+        bool quick_soon;
         /* No group waits to be measured or is on trial (and not advised only),
          * and this tick changed no placement and started no trial: the
          * caller may space the next regular tick out. */

@@ -17,7 +17,10 @@
 #      and no quick tick runs at all;
 #   4. settled (nothing placed, waiting or on trial), ticks of 200 ms come
 #      [daemon] settled_factor (3) intervals apart: at most 3000 / 600 + 2
-#      in 3 s; with settled_factor = 1, every interval (at least 10).
+#      in 3 s; with settled_factor = 1, every interval (at least 10);
+#   5. quick_interval_ms = 1000: the quick tick that places a new pair
+#      comes half a window (500 ms) after the one that first saw it, not a
+#      whole one (the log's PLACED_LOG_TIME=1 times).
 # What a quick tick costs and how soon a pair is placed are measured by the
 # benchmark (tests/bench/bench.py), not here: this checks behaviour only.
 . "$(dirname "$0")/lib/common.sh"
@@ -153,10 +156,52 @@ step_settled() {
     placed_stop TERM
 }
 
+# tick_gap_ms LOG LINE-REGEX: the CLOCK_MONOTONIC ms (PLACED_LOG_TIME=1) of
+# the tick whose lines include the first one matching (a tick's Tick line
+# comes last) and of the tick before it, as "THEN BEFORE".
+tick_gap_ms() {
+    awk -v rx="$2" '
+        /^\[[0-9.]+\] Tick: / {
+            t = substr($1, 2, length($1) - 2) * 1000
+            if (want) { printf "%d %d\n", t, prev; exit }
+            prev = t
+            next
+        }
+        $0 ~ rx { want = 1 }
+    ' "$1"
+}
+
+step_quick_soon() {
+    # Quick windows of 1 s: the tick after the one that first saw a new pair
+    # comes half a window later (500 ms), not a whole one, while its task's
+    # note is fresh; a whole one later the regular tick would have come.
+    live_config soon 'quick_interval_ms = 1000'
+    PLACED_LOG_TIME=1 live_placed_start soon
+    local log=$T/soon.log
+    grep -q 'Wake sampler: BPF' "$log" || skip "no BPF sampler here (notes need it)"
+    sleep 1
+    pair_start
+    live_track "$pair_parent" "$(online_cpus)"
+    live_track "$pair_child" "$(online_cpus)"
+    wait_packed "$log"
+    local line gap placed_at before
+    line=$(placing_line "$log")
+    [[ $line == *"at a quick tick" ]] || fail "5. the pair was not placed at a quick tick: $line"
+    read -r placed_at before < <(tick_gap_ms "$log" 'Placing pair group .*sched-pipe')
+    [ -n "$placed_at" ] && [ -n "$before" ] || fail "5. no Tick lines around the Placing line: $(cat "$log")"
+    gap=$((placed_at - before))
+    [ "$gap" -ge 450 ] && [ "$gap" -lt 900 ] ||
+        fail "5. the tick that placed the pair came $gap ms after the one before, not half a quick window (500 ms): $(grep -E 'Tick:|Note of|Placing|Leaving' "$log" | tail -n 20)"
+    ok "5. quick windows of 1 s: the pair placed at a quick tick $gap ms after the tick before"
+    placed_stop TERM
+    pair_stop
+}
+
 live_step 1 step_quick_pair
 live_step 2 step_storm_bounded
 live_step 3 step_quick_off
 live_step 4 step_settled
+live_step 5 step_quick_soon
 live_steps_done
 live_check_restored
 ok "quick ticks: placed at once when something new appears, and within their budget"
