@@ -1097,11 +1097,12 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                          * same never-pack rule keeps the rule's reason). */
                         if (pg && g->class != GROUP_SOLO &&
                             (!old || old->class != pg->class ||
-                             strcmp(old->reason, pg->reason) != 0))
-                                log_debug("Leaving %s group %" PRIu64 " (first task %d) to the "
-                                          "kernel: %s",
-                                          group_class_to_string(g->class), g->id,
-                                          (int)g->tasks[0].tid, pg->reason);
+                             strcmp(old->reason, pg->reason) != 0)) {
+                                char tids[64];
+                                group_format_tids(g, tids, sizeof(tids));
+                                log_debug("Leaving %s group %" PRIu64 " (%s) to the kernel: %s",
+                                          group_class_to_string(g->class), g->id, tids, pg->reason);
+                        }
                         continue;
                 }
                 if (was && is && old->trial.verdict == TRIAL_RUNNING &&

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -48,5 +49,12 @@ typedef struct Group {
 
 /* "solo", "pair", "fanout", "mesh"; NULL out of range. */
 const char *group_class_to_string(GroupClass c);
+
+/*
+ * group_format_tids() - g's tasks for a log line into buf (size bytes, always
+ * terminated): "tasks 20553 20561" for up to 4 of them, else "first task
+ * 20553 of 40".
+ */
+void group_format_tids(const Group *g, char *buf, size_t size);
 /* Return: the GroupClass named s, or -EINVAL. */
 int group_class_from_string(const char *s);

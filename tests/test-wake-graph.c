@@ -713,9 +713,26 @@ static void test_group_class_names(void **state) {
         assert_null(group_class_to_string(_GROUP_CLASS_MAX));
 }
 
+static void test_group_format_tids(void **state) {
+        TaskId tasks[5] = {
+                { .tid = 20553 }, { .tid = 20561 }, { .tid = 3 }, { .tid = 4 }, { .tid = 5 }
+        };
+        Group g = { .tasks = tasks, .n_tasks = 2 };
+        char buf[64];
+        group_format_tids(&g, buf, sizeof(buf));
+        assert_string_equal(buf, "tasks 20553 20561");
+        g.n_tasks = 5;
+        group_format_tids(&g, buf, sizeof(buf));
+        assert_string_equal(buf, "first task 20553 of 5");
+        g.n_tasks = 4;
+        group_format_tids(&g, buf, 12); /* cut, terminated */
+        assert_string_equal(buf, "tasks 20553");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_flips_kernel),
+                cmocka_unit_test(test_group_format_tids),
                 cmocka_unit_test(test_flips_steady),
                 cmocka_unit_test(test_pair),
                 cmocka_unit_test(test_fanout),
