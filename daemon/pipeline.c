@@ -242,10 +242,18 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         }
 }
 
+/* An ended task's note asks for nothing more (pipeline_notes_pending()). */
+static void pipeline_forget_noted(Pipeline *p, pid_t tid) {
+        for (unsigned i = 0; i < p->n_noted; i++)
+                if (p->noted[i].tid == tid)
+                        p->noted[i].tid = 0;
+}
+
 static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         Pipeline *p = ASSERT_PTR(userdata);
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
+                pipeline_forget_noted(p, ev->pid);
                 act_affinity_task_gone(p->act.affinity, ev->pid);
                 if (ev->pid == ev->tgid)
                         task_facts_reader_forget_process(p->facts_reader, ev->tgid);
@@ -1029,7 +1037,10 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
 }
 
 /*
- * Whether a task noted in the last second is in a pair waiting to be
+ * Whether a task noted in the last second is not in the model yet (the read
+ * skipped its wakeups: it got the task_struct of one that ended, see
+ * bpf_attribute(); or it ended itself, which costs quick ticks until its
+ * note is a second old), is in a pair waiting to be
  * measured, however light it looked over the window since its note (a
  * client's first wakeups), or is young and in a group of at most
  * PIPELINE_QUICK_MAX_TASKS tasks that wakes only one way so far (its other
@@ -1038,11 +1049,11 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
  */
 static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t now_ns) {
         for (unsigned i = 0; i < p->n_noted; i++) {
-                if (p->noted[i].ts_ns + PIPELINE_NOTE_FRESH_NS <= now_ns)
-                        continue;
+                if (p->noted[i].tid == 0 || p->noted[i].ts_ns + PIPELINE_NOTE_FRESH_NS <= now_ns)
+                        continue; /* ended, or noted over a second ago */
                 WakeGraphTask t;
                 if (wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) <= 0)
-                        continue; /* gone, or not in the model: nothing to decide */
+                        return true; /* not in the model yet: its wakeups were skipped */
                 const PlanGroup *pg = t.group_id ? plan_find_group(plan, t.group_id) : NULL;
                 if (pg && pg->class == GROUP_PAIR && pg->waiting)
                         return true;
