@@ -401,6 +401,7 @@ static int manager_setup_loop(Manager *m) {
                 return log_error_errno(r, "Failed to set up the tick: %m");
         m->next_tick_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t)m->interval_ms * USEC_PER_MSEC;
         m->next_tick_kind = TICK_REGULAR;
+        m->next_regular_usec = m->next_tick_usec;
         r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM: %m");
@@ -590,7 +591,14 @@ void manager_tick(Manager *m, TickKind kind) {
         uint64_t quick = (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC;
         if (settled)
                 period *= MAX(m->config.settled_factor, 1u);
-        manager_arm_tick(m, start, period, TICK_REGULAR);
+        /* A quick tick decides its focus alone: the regular tick stays due
+         * when it was, or a stream of quick ticks (notes of a pair handed
+         * back, each news) would put off every other group's decision. */
+        if (kind == TICK_REGULAR || m->next_regular_usec <= start)
+                m->next_regular_usec = start + period;
+        else
+                m->next_regular_usec = MIN(m->next_regular_usec, start + period);
+        manager_arm_tick(m, start, m->next_regular_usec - start, TICK_REGULAR);
         if (quick_wanted)
                 manager_want_quick_tick(m, quick_soon ? quick / 2 : quick);
 }
@@ -628,9 +636,10 @@ int manager_reload(Manager *m, char **err) {
         (void)manager_update_profile(m);
 
         if (!m->opts.interval_ms && m->interval_ms != m->config.interval_ms) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
                 m->interval_ms = m->config.interval_ms;
-                manager_arm_tick(m, now_usec(CLOCK_MONOTONIC),
-                                 (uint64_t)m->interval_ms * USEC_PER_MSEC, TICK_REGULAR);
+                m->next_regular_usec = now + (uint64_t)m->interval_ms * USEC_PER_MSEC;
+                manager_arm_tick(m, now, m->next_regular_usec - now, TICK_REGULAR);
         }
 
         m->n_reloads++;

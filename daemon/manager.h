@@ -113,6 +113,8 @@ typedef struct Manager {
         uint64_t last_tick_usec;    /* CLOCK_MONOTONIC of the last tick */
         uint64_t next_tick_usec;    /* when the tick timer fires next */
         TickKind next_tick_kind;    /* and what kind of tick that is */
+        uint64_t next_regular_usec; /* when the next regular tick is due: a quick one
+                                       does not put it off */
         double quick_tokens;        /* the quick ticks' budget (manager_quick_budget()) */
         uint64_t quick_tokens_usec; /* when it was last filled */
         uint64_t last_tick_stage_usec[_TICK_STAGE_MAX]; /* its stages' CPU time */

@@ -276,6 +276,12 @@ static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
         return 0;
 }
 
+/* Whether tid's first note came less than PIPELINE_NOTE_FRESH_NS before now_ns. */
+static bool pipeline_noted_fresh(const Pipeline *p, pid_t tid, uint64_t now_ns) {
+        uint64_t ts = pipeline_noted_ns(p, tid);
+        return ts && ts + PIPELINE_NOTE_FRESH_NS > now_ns;
+}
+
 static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
         if (tid <= 0 || pipeline_noted_ns(p, tid))
                 return;
@@ -318,8 +324,9 @@ static bool pipeline_task_young(const WakeGraphTask *t) {
  *     client were noted 5 ms later, and while they were not news the pair
  *     waited for a regular tick, 3 s away (1 session in 10);
  *   - a pair the last plan did not place, waiting to be measured or left
- *     to the kernel while the kernel now runs it spread (a client first run
- *     on its server's CPU: redis sessions waited 3 s).
+ *     to the kernel while the kernel now runs it spread, with a task first
+ *     noted in the last second (a client first run on its server's CPU:
+ *     redis sessions waited 3 s).
  * Not a note between old tasks in no group or in two groups, nor one inside
  * a fanout or a mesh: those are decided at regular ticks. Under hackbench,
  * whose groups form afresh every tick, such notes came most ticks, and
@@ -353,7 +360,13 @@ static const char *pipeline_note_news(const Pipeline *p, const WakeNote *n) {
                                : NULL;
         if (a->class == GROUP_PAIR && a->waiting)
                 return "a pair waiting to be measured";
-        if (a->class == GROUP_PAIR && !a->managed)
+        /* Only while a task of it is new to the notes: a quick tick decides
+         * the groups of tasks first noted in the last second, and an old
+         * pair handed back after a trial, noted again and again as the kernel
+         * moves it, would bring quick ticks that decide nothing. */
+        if (a->class == GROUP_PAIR && !a->managed &&
+            (pipeline_noted_fresh(p, n->waker, n->ts_ns) ||
+             pipeline_noted_fresh(p, n->wakee, n->ts_ns)))
                 return "a pair left to the kernel, now run spread";
         return NULL;
 }
