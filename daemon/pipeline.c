@@ -1050,10 +1050,7 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
 }
 
 /*
- * Whether a task noted in the last second is not in the model yet (the read
- * skipped its wakeups: it got the task_struct of one that ended, see
- * bpf_attribute(); or it ended itself, which costs quick ticks until its
- * note is a second old), is in a pair waiting to be
+ * Whether a task noted in the last second is in a pair waiting to be
  * measured, however light it looked over the window since its note (a
  * client's first wakeups), or is young and in a group of at most
  * PIPELINE_QUICK_MAX_TASKS tasks that wakes only one way so far (its other
@@ -1066,7 +1063,7 @@ static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t
                         continue; /* ended, or noted over a second ago */
                 WakeGraphTask t;
                 if (wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) <= 0)
-                        return true; /* not in the model yet: its wakeups were skipped */
+                        continue; /* gone, or not in the model: nothing to decide */
                 const PlanGroup *pg = t.group_id ? plan_find_group(plan, t.group_id) : NULL;
                 if (pg && pg->class == GROUP_PAIR && pg->waiting)
                         return true;
