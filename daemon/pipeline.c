@@ -242,7 +242,9 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         }
 }
 
-/* An ended task's note asks for nothing more (pipeline_notes_pending()). */
+/* An ended task's note is forgotten, so that a task that gets its TID is
+ * remembered from its own first note (pipeline_remember_noted() keeps the
+ * first only). */
 static void pipeline_forget_noted(Pipeline *p, pid_t tid) {
         for (unsigned i = 0; i < p->n_noted; i++)
                 if (p->noted[i].tid == tid)
