@@ -327,7 +327,8 @@ step_mesh() {
     wait_for_ms 6000 mesh_in_one_llc $pids ||
         fail "2. the mesh did not get one LLC: $(masks_of $pids); $(why "$log" $pids)"
     mask=$(cpus_allowed "$(echo "$pids" | head -n 1)")
-    grep -q "Placing mesh group .*ring" "$log" ||
+    # placed logs a placement after it applied it: wait for the line too.
+    wait_for_ms 2000 grep -q "Placing mesh group .*ring" "$log" ||
         fail "2. the mesh is on $mask, but placed did not log placing a mesh: $(why "$log")"
     ok "2. mesh of 5 (ring, $((2000 / time_scale)) hand-offs/s) on CPUs $mask, LLC $(one_llc "$mask")"
     # Within the dwell (balanced: 5 s) it stays where it was put.

@@ -234,6 +234,11 @@ wait_packed() {
         fail "pair not packed $((3 * time_scale)) s after placed started: affinities $(pair_affinity)"
     fi
     packed_ms=$(($(now_ms) - t0))
+    # placed logs a placement after it applied it, so under ASan the
+    # affinity can be seen before the "Placing" line is written (CI saw it
+    # once): give the line its moment, for callers that read it next. A
+    # missing line is theirs to report.
+    wait_for_ms 2000 grep -q "Placing [a-z]* group" "$1" || true
 }
 
 # stays LOG MS CHECK...: CHECK holds at every 100 ms poll for MS milliseconds;
