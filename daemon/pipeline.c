@@ -270,6 +270,12 @@ int pipeline_notes_fd(const Pipeline *p) {
         return p ? wake_source_notes_fd(p->source) : -1;
 }
 
+/* Whether n is a task's first note (not forgotten) from less than
+ * PIPELINE_NOTE_FRESH_NS before now_ns. */
+static bool noted_task_fresh(const NotedTask *n, uint64_t now_ns) {
+        return n->tid > 0 && n->ts_ns + PIPELINE_NOTE_FRESH_NS > now_ns;
+}
+
 /* When tid was first noted; 0 when it was not (or was forgotten). */
 static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
         for (unsigned i = 0; i < p->n_noted; i++)
@@ -280,8 +286,10 @@ static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
 
 /* Whether tid's first note came less than PIPELINE_NOTE_FRESH_NS before now_ns. */
 static bool pipeline_noted_fresh(const Pipeline *p, pid_t tid, uint64_t now_ns) {
-        uint64_t ts = pipeline_noted_ns(p, tid);
-        return ts && ts + PIPELINE_NOTE_FRESH_NS > now_ns;
+        for (unsigned i = 0; i < p->n_noted; i++)
+                if (p->noted[i].tid == tid)
+                        return noted_task_fresh(&p->noted[i], now_ns);
+        return false;
 }
 
 static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
@@ -745,7 +753,7 @@ static bool *pipeline_focus(const Pipeline *p, const Plan *prev, const Group *gr
                 return NULL;
         for (unsigned i = 0; i < p->n_noted; i++) {
                 WakeGraphTask t;
-                if (p->noted[i].ts_ns + PIPELINE_NOTE_FRESH_NS > now_ns &&
+                if (noted_task_fresh(&p->noted[i], now_ns) &&
                     wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) > 0 && t.group_id)
                         noted[n_noted++] = t.group_id;
         }
@@ -1061,7 +1069,7 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
  */
 static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t now_ns) {
         for (unsigned i = 0; i < p->n_noted; i++) {
-                if (p->noted[i].tid == 0 || p->noted[i].ts_ns + PIPELINE_NOTE_FRESH_NS <= now_ns)
+                if (!noted_task_fresh(&p->noted[i], now_ns))
                         continue; /* ended, or noted over a second ago */
                 WakeGraphTask t;
                 if (wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) <= 0)
