@@ -28,7 +28,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,9 +121,8 @@ struct Pipeline {
         U64Map *facts_index; /* tid -> index in facts */
         pid_t self_pid;
 
-        /* Tasks of this tick's sample started in the last PIPELINE_YOUNG_SEC
-         * seconds, and whether they are more than PIPELINE_YOUNG_STORM. */
-        unsigned n_young;
+        /* Whether this tick's sample had more than PIPELINE_YOUNG_STORM tasks
+         * started in the last PIPELINE_YOUNG_SEC seconds: a fork storm. */
         bool young_storm;
 };
 
@@ -286,20 +284,24 @@ static bool noted_task_fresh(const NotedTask *n, uint64_t now_ns) {
         return n->tid > 0 && n->ts_ns + PIPELINE_NOTE_FRESH_NS > now_ns;
 }
 
-/* When tid was first noted; 0 when it was not (or was forgotten). */
-static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
+/* tid's first note, or NULL when it was not noted (or was forgotten). */
+static const NotedTask *pipeline_find_noted(const Pipeline *p, pid_t tid) {
         for (unsigned i = 0; i < p->n_noted; i++)
                 if (p->noted[i].tid == tid)
-                        return p->noted[i].ts_ns;
-        return 0;
+                        return &p->noted[i];
+        return NULL;
+}
+
+/* When tid was first noted; 0 when it was not (or was forgotten). */
+static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
+        const NotedTask *n = pipeline_find_noted(p, tid);
+        return n ? n->ts_ns : 0;
 }
 
 /* Whether tid's first note came less than PIPELINE_NOTE_FRESH_NS before now_ns. */
 static bool pipeline_noted_fresh(const Pipeline *p, pid_t tid, uint64_t now_ns) {
-        for (unsigned i = 0; i < p->n_noted; i++)
-                if (p->noted[i].tid == tid)
-                        return noted_task_fresh(&p->noted[i], now_ns);
-        return false;
+        const NotedTask *n = pipeline_find_noted(p, tid);
+        return n && noted_task_fresh(n, now_ns);
 }
 
 static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
@@ -308,14 +310,6 @@ static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
         p->noted[p->next_noted] = (NotedTask){ .tid = tid, .ts_ns = ts_ns };
         p->next_noted = (p->next_noted + 1) % PIPELINE_NOTED_MAX;
         p->n_noted = MIN(p->n_noted + 1, PIPELINE_NOTED_MAX);
-}
-
-/* Whether task tid lives: its /proc entry (a thread's too) is there. */
-static bool pipeline_task_alive(const Pipeline *p, pid_t tid) {
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof(path), "%s/%d", p->procfs_root, (int)tid) >= (int)sizeof(path))
-                return false;
-        return access(path, F_OK) == 0;
 }
 
 /* Tasks of a new group at most that bring quick ticks while it waits to be
@@ -583,9 +577,9 @@ static int pipeline_facts_reserve(Pipeline *p, size_t n) {
 static void pipeline_sample_tasks(Pipeline *p) {
         _cleanup_free_ TaskId *ids = NULL;
         size_t n = 0;
+        unsigned n_young = 0;
 
         p->n_facts = 0;
-        p->n_young = 0;
         u64map_clear(p->facts_index);
         if (wake_graph_get_tasks(p->graph, &ids, &n) < 0 || pipeline_facts_reserve(p, n) < 0)
                 return;
@@ -609,14 +603,14 @@ static void pipeline_sample_tasks(Pipeline *p) {
                 if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
                         p->n_facts++;
                 if (pipeline_started_after(f->id.start_time, young_after))
-                        p->n_young++;
+                        n_young++;
         }
-        bool storm = p->n_young > PIPELINE_YOUNG_STORM;
+        bool storm = n_young > PIPELINE_YOUNG_STORM;
         if (storm != p->young_storm)
                 log_debug(storm ? "A fork storm: %u tasks started in the last %d s; their notes "
                                   "wait for the regular tick."
                                 : "The fork storm is over (%u tasks started in the last %d s).",
-                          p->n_young, PIPELINE_YOUNG_SEC);
+                          n_young, PIPELINE_YOUNG_SEC);
         p->young_storm = storm;
         /* The next read's task iterator reports these (and its edges' ends) alone. */
         (void)wake_source_watch(p->source, ids, n);
@@ -1132,7 +1126,7 @@ static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t
                          * 1.1 s for the next tick). One that ended is gone from
                          * /proc, where no proc connector says so (in a PID
                          * namespace its note kept quick ticks coming). */
-                        if (!p->young_storm && pipeline_task_alive(p, p->noted[i].tid))
+                        if (!p->young_storm && task_alive(p->procfs_root, p->noted[i].tid))
                                 return true;
                         continue;
                 }

@@ -763,6 +763,14 @@ static const char *const task_owner_table[] = {
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(task_owner, TaskOwner);
 
+bool task_alive(const char *procfs_root, pid_t tid) {
+        char path[PATH_MAX];
+        if (tid <= 0 || snprintf(path, sizeof(path), "%s/%d", procfs_root ? procfs_root : "/proc",
+                                 (int)tid) >= (int)sizeof(path))
+                return false;
+        return access(path, F_OK) == 0;
+}
+
 #define PROC_PID_INIT_INO 0xEFFFFFFCU /* include/linux/proc_ns.h */
 
 int pid_ns_is_initial(const char *procfs_root) {

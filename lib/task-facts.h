@@ -160,6 +160,14 @@ int task_facts_unit_from_cgroup(const char *cgroup, char *buf, size_t size);
 int task_facts_parse_cgroup(const char *text, char *ret_cgroup, char *ret_cpuset, size_t size);
 
 /*
+ * task_alive() - whether task tid lives: procfs_root/TID is there (NULL =
+ * "/proc"), as it is for every thread, though readdir lists only leaders.
+ * Inside a PID namespace, where no proc connector reports exits, it is how
+ * an exit is told.
+ */
+bool task_alive(const char *procfs_root, pid_t tid);
+
+/*
  * pid_ns_is_initial() - whether the calling process is in the kernel's
  * initial PID namespace, by the inode of procfs_root/self/ns/pid (NULL =
  * "/proc"): the kernel gives the initial namespace the fixed inode number

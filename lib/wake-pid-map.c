@@ -24,11 +24,10 @@
  * compacts the array and rebuilds the hash.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "task-facts.h"
 #include "util.h"
 #include "wake-pid-map.h"
 
@@ -99,15 +98,11 @@ pid_t wake_pid_map_lookup(const WakePidMap *m, pid_t global, const char *comm) {
 }
 
 int wake_pid_map_prune(WakePidMap *m, const char *procfs_root) {
-        const char *proc = procfs_root ? procfs_root : "/proc";
         size_t kept = 0;
         int forgotten = 0;
 
         for (size_t i = 0; i < m->n; i++) {
-                char path[512];
-                /* /proc/TID exists for every thread, though readdir lists only leaders. */
-                snprintf(path, sizeof(path), "%s/%d", proc, (int)m->entries[i].local);
-                if (access(path, F_OK) < 0) {
+                if (!task_alive(procfs_root, m->entries[i].local)) {
                         forgotten++;
                         continue;
                 }

@@ -7,6 +7,7 @@
  * cgroup-v2), and on the live /proc for this very thread.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,6 +223,26 @@ static void test_exe_cache(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+/* A thread's /proc entry is there, though readdir lists only leaders; an
+ * ended task's and one outside procfs_root's tree are not. */
+static void *exit_at_once(void *arg) {
+        *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+        return NULL;
+}
+
+static void test_task_alive(void **state) {
+        pid_t tid = (pid_t)syscall(SYS_gettid), ended = 0;
+        pthread_t t;
+        assert_true(task_alive(NULL, getpid()));
+        assert_true(task_alive("/proc", tid));
+        assert_int_equal(pthread_create(&t, NULL, exit_at_once, &ended), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_true(ended > 0 && ended != tid);
+        assert_false(task_alive("/proc", ended));
+        assert_false(task_alive("/proc", 0));
+        assert_false(task_alive("/nonexistent-procfs", getpid()));
+}
+
 static void test_live_self(void **state) {
         pid_t tid = (pid_t)syscall(SYS_gettid);
         TaskFactsReader *r;
@@ -259,6 +280,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_cgroup),
                 cmocka_unit_test(test_unit),
                 cmocka_unit_test(test_exe_cache),
+                cmocka_unit_test(test_task_alive),
                 cmocka_unit_test(test_live_self),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
