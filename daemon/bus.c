@@ -56,13 +56,15 @@
  *     ResetProfile()  forget that choice (returns to following)
  *     Reload()                                  ConfigInvalid ("FILE:LINE: ...")
  *     Restore()       undo every change, switch to advise mode
- *     ListGroups() -> a(tsaudtdss(sdddd)(ss))  per group: id, class, tids, util
+ *     ListGroups() -> a(tsaudtdss(sdddddddu)(ss))  per group: id, class, tids, util
  *                     (CPUs' worth), run-queue delay (us), wake rate (1/s),
  *                     allowed CPUs (cpulist), CPUs run on in the last tick
- *                     (cpulist), and its placement's trial: verdict ("none",
- *                     "running", "kept", "reverted"), progress/s left to the
- *                     kernel and placed (handoffs, or bytes for a
- *                     stream), run-queue delay (us) then and placed;
+ *                     (cpulist), and its placement's trial (a switchback):
+ *                     verdict ("none", "running", "kept", "reverted"),
+ *                     progress/s in the windows left to the kernel and in
+ *                     those placed (handoffs, or bytes for a stream),
+ *                     run-queue delay (us) in each, the gain (placed over
+ *                     kernel) and its 95% interval, and the windows measured;
  *                     and the rule that decided: name ("" = none, the
  *                     profile did) and action ("ignore", "latency-critical",
  *                     "never-pack", "pack-with", "none")
@@ -241,7 +243,7 @@ static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *err
                                     error);
 }
 
-/* One a(tsaudtdss(sdddd)(ss)) element; see the top of the file. */
+/* One a(tsaudtdss(sdddddddu)(ss)) element; see the top of the file. */
 static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group *g) {
         const PlanGroup *pg = manager_group_decision(m, g->id);
         const PlanTrial t = pg ? pg->trial : (PlanTrial){ 0 };
@@ -273,7 +275,9 @@ static int bus_append_group(sd_bus_message *reply, const Manager *m, const Group
         if (r < 0)
                 return r;
         r = sd_bus_message_append(reply, PLACED_TRIAL, trial_verdict_to_string(t.verdict),
-                                  t.before_rate, t.after_rate, t.before_delay_us, t.after_delay_us);
+                                  t.kernel.rate, t.placed.rate, t.kernel.delay_us,
+                                  t.placed.delay_us, t.gain, t.gain_lo, t.gain_hi,
+                                  (uint32_t)t.windows);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(reply, PLACED_RULE, pg ? pg->rule : "",

@@ -840,18 +840,17 @@ static void explain_trial(const PlanTrial *t, char *buf, size_t size) {
                 return;
         }
         const char *unit = trial_measure_to_string(t->measure);
-        int n = snprintf(
-                buf, size, " Trial %s: %.0f %s/s and %.0f us run-queue delay left to the kernel",
-                trial_verdict_to_string(t->verdict), t->before_rate, unit, t->before_delay_us);
-        if (n > 0 && (size_t)n < size && t->after_ticks > 0)
+        int n = snprintf(buf, size, " %s %s", t->recheck ? "Re-check" : "Trial",
+                         trial_verdict_to_string(t->verdict));
+        if (n > 0 && (size_t)n < size && t->pairs > 0)
                 snprintf(buf + n, size - (size_t)n,
-                         ", %.0f %s/s and %.0f us placed (%u ticks; tick to tick +-%.0f and "
-                         "+-%.0f %s/s%s).",
-                         t->after_rate, unit, t->after_delay_us, t->after_ticks, t->before_rate_sd,
-                         t->after_rate_sd, unit,
-                         t->within_noise ? "; the verdict came within that noise" : "");
+                         ": %.2fx [%.2f-%.2f, 95%%] over %u windows (%.0f %s/s and %.0f us "
+                         "run-queue delay placed, %.0f %s/s and %.0f us left to the kernel)%s.",
+                         t->gain, t->gain_lo, t->gain_hi, t->windows, t->placed.rate, unit,
+                         t->placed.delay_us, t->kernel.rate, unit, t->kernel.delay_us,
+                         t->tie ? "; no clear gain, so handed back" : "");
         else if (n > 0 && (size_t)n < size)
-                snprintf(buf + n, size - (size_t)n, ", placed not measured yet.");
+                snprintf(buf + n, size - (size_t)n, ": switchback not measured yet.");
 }
 
 int manager_explain(Manager *m, pid_t tid, char **ret) {

@@ -1046,8 +1046,8 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
         for (unsigned i = 0; i < n; i++) {
                 const PlanGroup *found = plan_find_group(plan, groups[i].id);
                 PlanGroup *pg = found ? &plan->groups[found - plan->groups] : NULL;
-                if (!pg || !pg->managed)
-                        continue;
+                if (!pg || !plan_group_applied(pg))
+                        continue; /* its tasks go back to the kernel below */
                 GroupApplied ga;
                 pipeline_apply_group(p, env, &groups[i], pg, managed, &n_managed, &ga);
                 if (ga.error < 0 || ga.placed == 0)
@@ -1159,11 +1159,17 @@ static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsign
         return false;
 }
 
-/* Whether no group waits to be measured or is on trial (advised trials are never judged). */
+/*
+ * Whether no group waits to be measured, is on trial, or holds a placement
+ * a trial kept (advised trials are never judged): a kept placement is
+ * watched at every regular tick for a drift that re-checks it at once, and
+ * a tick a second hands back one that stopped helping within two seconds.
+ */
 static bool pipeline_plan_settled(const Plan *plan, bool advise) {
         for (unsigned i = 0; i < plan->n_groups; i++) {
                 const PlanGroup *pg = &plan->groups[i];
-                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING))
+                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING) ||
+                    (!advise && pg->managed && pg->trial.verdict == TRIAL_KEPT))
                         return false;
         }
         return true;
@@ -1195,16 +1201,18 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                         continue;
                 }
                 if (was && is && old->trial.verdict == TRIAL_RUNNING &&
-                    pg->trial.verdict == TRIAL_KEPT)
-                        log_info("Keeping %s group %" PRIu64 " (first task %d) where placed: "
-                                 "%.0f %s/s placed against %.0f left to the kernel%s, "
-                                 "run-queue delay %.0f us against %.0f us (%u ticks).",
+                    pg->trial.verdict == TRIAL_KEPT) {
+                        const PlanTrial *t = &pg->trial;
+                        log_info("Keeping %s group %" PRIu64 " (first task %d) where placed%s: "
+                                 "%.2fx [%.2f-%.2f, 95%%] the %s/s left to the kernel over %u "
+                                 "windows (%.0f against %.0f), run-queue delay %.0f us against "
+                                 "%.0f us.",
                                  group_class_to_string(g->class), g->id, (int)g->tasks[0].tid,
-                                 pg->trial.after_rate, trial_measure_to_string(pg->trial.measure),
-                                 pg->trial.before_rate,
-                                 pg->trial.within_noise ? " (no change beyond their noise)" : "",
-                                 pg->trial.after_delay_us, pg->trial.before_delay_us,
-                                 pg->trial.after_ticks);
+                                 t->recheck ? " after a re-check" : "", t->gain, t->gain_lo,
+                                 t->gain_hi, trial_measure_to_string(t->measure), t->windows,
+                                 t->placed.rate, t->kernel.rate, t->placed.delay_us,
+                                 t->kernel.delay_us);
+                }
                 if (was && is && cpuset_equal(&old->cpus, &pg->cpus))
                         continue;
                 changes++;

@@ -268,17 +268,22 @@ int pctl_fetch_status(sd_bus *bus, json_object **ret) {
 /* Reads the trial of a group into a JSON object. Return: >= 0 or <0 error. */
 static int read_trial(sd_bus_message *reply, json_object *g) {
         const char *verdict;
-        double before, after, before_delay, after_delay;
-        int r = sd_bus_message_read(reply, PLACED_TRIAL, &verdict, &before, &after, &before_delay,
-                                    &after_delay);
+        double kernel, placed, kernel_delay, placed_delay, gain, gain_lo, gain_hi;
+        uint32_t windows;
+        int r = sd_bus_message_read(reply, PLACED_TRIAL, &verdict, &kernel, &placed, &kernel_delay,
+                                    &placed_delay, &gain, &gain_lo, &gain_hi, &windows);
         if (r < 0)
                 return r;
         json_object *t = json_object_new_object();
         json_object_object_add(t, "verdict", json_object_new_string(verdict));
-        json_object_object_add(t, "before_rate", json_object_new_double(before));
-        json_object_object_add(t, "after_rate", json_object_new_double(after));
-        json_object_object_add(t, "before_delay_us", json_object_new_double(before_delay));
-        json_object_object_add(t, "after_delay_us", json_object_new_double(after_delay));
+        json_object_object_add(t, "kernel_rate", json_object_new_double(kernel));
+        json_object_object_add(t, "placed_rate", json_object_new_double(placed));
+        json_object_object_add(t, "kernel_delay_us", json_object_new_double(kernel_delay));
+        json_object_object_add(t, "placed_delay_us", json_object_new_double(placed_delay));
+        json_object_object_add(t, "gain", json_object_new_double(gain));
+        json_object_object_add(t, "gain_lo", json_object_new_double(gain_lo));
+        json_object_object_add(t, "gain_hi", json_object_new_double(gain_hi));
+        json_object_object_add(t, "windows", json_object_new_int64(windows));
         json_object_object_add(g, "trial", t);
         return 0;
 }

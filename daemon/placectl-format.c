@@ -399,8 +399,8 @@ static void print_group_row(json_object *g) {
         char trial[64] = "-";
         json_object *t = NULL;
         if (json_object_object_get_ex(g, "trial", &t) && strcmp(json_get_str(t, "verdict"), "none"))
-                snprintf(trial, sizeof(trial), "%s %.0f->%.0f/s", json_get_str(t, "verdict"),
-                         json_get_double(t, "before_rate"), json_get_double(t, "after_rate"));
+                snprintf(trial, sizeof(trial), "%s %.2fx/%sw", json_get_str(t, "verdict"),
+                         json_get_double(t, "gain"), json_get_str(t, "windows"));
         json_object *rule = NULL;
         json_object_object_get_ex(g, "rule", &rule);
         printf("%-6s %-7s %5zu %6.2f %10s  %-12s %-24s %s%s%s%s\n", json_get_str(g, "id"),

@@ -46,9 +46,10 @@
 #define PLACED_HOLD      "(uss)"
 #define PLACED_SIG_HOLDS "a" PLACED_HOLD
 
-/* ListGroups(): per group, see bus.c. The trial: verdict, rates and delays before and after.
+/* ListGroups(): per group, see bus.c. The trial: verdict, rates and delays left to the kernel
+ * and placed, gain and its 95% interval, windows.
  * The rule that decided: name ("" = none), action. */
-#define PLACED_TRIAL_FIELDS    "sdddd"
+#define PLACED_TRIAL_FIELDS    "sdddddddu"
 #define PLACED_TRIAL           "(" PLACED_TRIAL_FIELDS ")"
 #define PLACED_RULE            "(ss)"
 #define PLACED_GROUP_FIELDS    "tsaudtdss" PLACED_TRIAL PLACED_RULE

@@ -108,13 +108,15 @@ typedef struct Profile {
         unsigned dwell_ms;     /* minimum time a decision stands */
         unsigned min_gain_pct; /* change only when the estimated gain passes this */
 
-        /* [trial]: a new placement is measured before it is kept */
-        unsigned trial_ticks;     /* measured ticks before the verdict */
-        unsigned trial_max_ticks; /* ... and at most, while the figures are within noise */
-        unsigned trial_keep_pct;  /* keep when progress placed >= this % of progress before */
+        /* [trial]: a placement is kept only while switchbacks measure a gain */
+        unsigned trial_ticks;     /* windows (ticks) measured before any verdict */
+        unsigned trial_max_ticks; /* ... and at most: still no clear gain then, handed back */
+        unsigned trial_keep_pct;  /* keep when the gain's interval lies above this % */
         unsigned trial_max_run_loss_pct; /* hand back when its run time fell by more than this
                                             % of a CPU placed, while it waited more */
         unsigned trial_backoff_ms;       /* not tried again this long after a revert (doubling) */
+        unsigned trial_recheck_s; /* a kept placement re-checked this long after (doubling) */
+        unsigned trial_recheck_drift_pct; /* ... and at once when its progress moves this far */
 } Profile;
 
 typedef enum WakeSourceKind {

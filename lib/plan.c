@@ -31,6 +31,13 @@ static const char *const trial_measure_table[_TRIAL_MEASURE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(trial_measure, TrialMeasure);
 
+static const char *const trial_arm_table[_TRIAL_ARM_MAX] = {
+        [TRIAL_ARM_PLACED] = "placed",
+        [TRIAL_ARM_KERNEL] = "kernel",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(trial_arm, TrialArm);
+
 static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
         [PLAN_SLICE_SYSTEM] = "system.slice",
         [PLAN_SLICE_USER] = "user.slice",
@@ -103,6 +110,12 @@ void plan_group_set_reason(PlanGroup *pg, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(pg->reason, sizeof(pg->reason), fmt, ap);
         va_end(ap);
+}
+
+bool plan_group_applied(const PlanGroup *pg) {
+        assert(pg);
+        return pg->managed &&
+               !(pg->trial.verdict == TRIAL_RUNNING && pg->trial.arm == TRIAL_ARM_KERNEL);
 }
 
 void plan_group_leave(PlanGroup *pg) {

@@ -36,33 +36,38 @@ typedef enum PlanSlice {
 const char *plan_slice_to_string(PlanSlice s);
 
 /*
- * A placement on trial. A group placed anew is measured before it is kept:
- * its progress (per second, the handoffs between its members, or for a
- * stream the bytes they move through read and write calls: measure)
- * and its run-queue
- * delay while the kernel alone placed it, then over [trial] ticks measured
- * ticks placed. It is kept when progress is at least [trial] keep_pct of
- * before, it did not start waiting for CPUs past the run-queue budget, and
- * its tasks did not lose more than [trial] max_run_loss_pct of a CPU of run
- * time while waiting more (two busy tasks squeezed onto one CPU; judged by
- * handoffs only, as bytes show that loss themselves);
- * otherwise it is reverted and not tried again before retry_ns, a back-off
- * that doubles with each revert in a row (up to 16 times [trial]
- * backoff_ms).
+ * A placement on trial. A group placed anew, or a kept placement due for a
+ * re-check, runs a switchback: its placement and the kernel's own choice
+ * (the owner's affinity: the group handed back) take turns in windows of
+ * one tick each, in the order placed, kernel, kernel, placed, placed, ...
+ * (ABBA), so that a trend of the workload's own falls on both alike. Each
+ * pair of adjacent windows (0-1, 2-3, ...) gives one figure, the log of
+ * progress placed over progress left to the kernel; their mean and its 95%
+ * interval (Student's t over the pairs) are the gain the verdict weighs.
  *
- * Progress is noisy tick to tick (a VM's host, other work), so it is judged
- * against its noise: while progress placed is within two standard errors of
- * keep_pct of before (the figures' tick-to-tick deviations), the trial goes
- * on, up to [trial] max_ticks. Still within noise then, no change was
- * measured: kept where keep_pct <= 100 (it loses nothing measurable, and the
- * placement is what the profile asks for), reverted where keep_pct > 100
- * (the profile wants a gain it did not show); within_noise says so.
+ * The placement is kept only when the whole interval clears [trial]
+ * keep_pct (balanced 100: a gain; latency-first 103: a gain of 3% or more;
+ * power-first 90: at most 10% lost for the CPUs it frees), it did not start
+ * waiting for CPUs past the run-queue budget, and its tasks did not lose
+ * more than [trial] max_run_loss_pct of a CPU of run time while waiting
+ * more (two busy tasks squeezed onto one CPU; judged by handoffs only, as
+ * bytes show that loss themselves). It is handed back as soon as the
+ * interval lies wholly below keep_pct, and after [trial] max_ticks windows
+ * when it still holds keep_pct (a tie: ties go to the kernel). Handed back,
+ * it is not tried again before retry_ns, a back-off that doubles with each
+ * revert in a row (up to 16 times [trial] backoff_ms).
+ *
+ * A kept placement is re-checked by a switchback of its own [trial]
+ * recheck_s after its verdict, doubling while re-checks keep it (up to 16
+ * times), and at once when its progress moves more than [trial]
+ * recheck_drift_pct away from its figure at the verdict, or its tasks wait
+ * for a CPU more than max_run_loss_pct of a CPU longer than then.
  */
 typedef enum TrialVerdict {
         TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
-        TRIAL_RUNNING,  /* placed, being measured */
-        TRIAL_KEPT,     /* measured no worse for the profile */
-        TRIAL_REVERTED, /* measured worse: handed back to the kernel */
+        TRIAL_RUNNING,  /* on trial: windows placed and left to the kernel take turns */
+        TRIAL_KEPT,     /* measured a gain that clears the profile's keep_pct */
+        TRIAL_REVERTED, /* measured worse, or no clear gain: handed back to the kernel */
         _TRIAL_VERDICT_MAX,
 } TrialVerdict;
 
@@ -86,24 +91,49 @@ const char *trial_measure_to_string(TrialMeasure m);
 /* Return: the TrialMeasure named s, or -EINVAL. */
 int trial_measure_from_string(const char *s);
 
+/* Which side of a switchback a trial's window runs. */
+typedef enum TrialArm {
+        TRIAL_ARM_PLACED, /* the placement applied */
+        TRIAL_ARM_KERNEL, /* the group handed back: the kernel's own choice */
+        _TRIAL_ARM_MAX,
+} TrialArm;
+
+/* "placed", "kernel"; NULL out of range. */
+const char *trial_arm_to_string(TrialArm a);
+/* Return: the TrialArm named s, or -EINVAL. */
+int trial_arm_from_string(const char *s);
+
+/* The figures of one side of a switchback: means over its windows. */
+typedef struct TrialSide {
+        double rate;     /* progress, per second */
+        double delay_us; /* run-queue delay per scheduling */
+        double util;     /* CPUs' worth of run time */
+        double wait;     /* CPUs' worth of run-queue wait */
+        unsigned windows;
+} TrialSide;
+
 typedef struct PlanTrial {
         TrialVerdict verdict;
-        TrialMeasure measure;   /* what before_rate and after_rate count, per second */
-        double before_rate;     /* progress left to the kernel (mean of its last ticks) */
-        double before_delay_us; /* run-queue delay per scheduling then */
-        unsigned before_ticks;
-        double after_rate; /* progress placed, mean over the trial's ticks */
-        double after_delay_us;
-        unsigned after_ticks;
-        double before_util; /* CPUs' worth of run time left to the kernel (as before_rate) */
-        double before_wait; /* CPUs' worth of run-queue wait then */
-        double after_util;  /* the same placed, means over the trial's ticks */
-        double after_wait;
-        double before_rate_sd; /* tick-to-tick standard deviation of before_rate's ticks */
-        double after_rate_sd;  /* the same of after_rate's */
-        bool within_noise;     /* the verdict came at max_ticks, the difference within noise */
-        unsigned reverts;      /* in a row: each doubles the back-off */
-        uint64_t retry_ns;     /* after a revert: not tried again before this */
+        TrialMeasure measure; /* what the sides' rates count, per second */
+        TrialArm arm;         /* the side of the window now running (the apply stage's) */
+        bool recheck;         /* this trial re-checks a kept placement */
+        unsigned windows;     /* windows measured in this trial */
+        unsigned pairs;       /* pairs of adjacent windows compared */
+        double open_rate;     /* progress of the first window of the pair now open */
+        double log_sum;       /* over the pairs: sum of ln(placed / kernel) */
+        double log_sq;        /* ... and of its squares */
+        double gain;          /* placed / kernel: exp of the pairs' mean */
+        double gain_lo;       /* its 95% interval (gain itself while under 2 pairs) */
+        double gain_hi;
+        TrialSide placed;    /* the placement's windows */
+        TrialSide kernel;    /* the kernel's windows */
+        bool tie;            /* handed back at max_ticks: no clear gain, no clear loss */
+        unsigned reverts;    /* in a row: each doubles the back-off */
+        uint64_t retry_ns;   /* after a revert: not tried again before this */
+        unsigned checks;     /* re-checks that kept it, in a row: each doubles the next wait */
+        uint64_t recheck_ns; /* kept: re-checked by a switchback at this time */
+        double kept_rate;    /* kept: progress placed at the verdict, for drift */
+        double kept_wait;    /* ... and run-queue wait */
 } PlanTrial;
 
 /* "none", "running", "kept", "reverted"; NULL out of range. */
@@ -170,3 +200,9 @@ _printf_(2, 3) void plan_group_set_reason(PlanGroup *pg, const char *fmt, ...);
 
 /* Hands the group to the kernel: unmanaged, no CPUs, no home. */
 void plan_group_leave(PlanGroup *pg);
+
+/*
+ * Return: whether pg's placement is applied in the window now running:
+ * managed, and not in a trial's window left to the kernel.
+ */
+bool plan_group_applied(const PlanGroup *pg);

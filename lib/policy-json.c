@@ -36,6 +36,16 @@ static int json_dup_string(json_object *o, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+static json_object *trial_side_to_json(const TrialSide *s) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "rate", json_object_new_double(s->rate));
+        json_object_object_add(o, "delay_us", json_object_new_double(s->delay_us));
+        json_object_object_add(o, "util", json_object_new_double(s->util));
+        json_object_object_add(o, "wait", json_object_new_double(s->wait));
+        json_object_object_add(o, "windows", json_object_new_int((int)s->windows));
+        return o;
+}
+
 static json_object *trial_to_json(const PlanTrial *t) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "verdict",
@@ -43,21 +53,25 @@ static json_object *trial_to_json(const PlanTrial *t) {
         if (t->measure != TRIAL_BY_HANDOFFS)
                 json_object_object_add(o, "measure",
                                        json_object_new_string(trial_measure_to_string(t->measure)));
-        json_object_object_add(o, "before_rate", json_object_new_double(t->before_rate));
-        json_object_object_add(o, "before_delay_us", json_object_new_double(t->before_delay_us));
-        json_object_object_add(o, "before_ticks", json_object_new_int((int)t->before_ticks));
-        json_object_object_add(o, "after_rate", json_object_new_double(t->after_rate));
-        json_object_object_add(o, "after_delay_us", json_object_new_double(t->after_delay_us));
-        json_object_object_add(o, "after_ticks", json_object_new_int((int)t->after_ticks));
-        json_object_object_add(o, "before_util", json_object_new_double(t->before_util));
-        json_object_object_add(o, "before_wait", json_object_new_double(t->before_wait));
-        json_object_object_add(o, "after_util", json_object_new_double(t->after_util));
-        json_object_object_add(o, "after_wait", json_object_new_double(t->after_wait));
-        json_object_object_add(o, "before_rate_sd", json_object_new_double(t->before_rate_sd));
-        json_object_object_add(o, "after_rate_sd", json_object_new_double(t->after_rate_sd));
-        json_object_object_add(o, "within_noise", json_object_new_boolean(t->within_noise));
+        json_object_object_add(o, "arm", json_object_new_string(trial_arm_to_string(t->arm)));
+        json_object_object_add(o, "recheck", json_object_new_boolean(t->recheck));
+        json_object_object_add(o, "windows", json_object_new_int((int)t->windows));
+        json_object_object_add(o, "pairs", json_object_new_int((int)t->pairs));
+        json_object_object_add(o, "open_rate", json_object_new_double(t->open_rate));
+        json_object_object_add(o, "log_sum", json_object_new_double(t->log_sum));
+        json_object_object_add(o, "log_sq", json_object_new_double(t->log_sq));
+        json_object_object_add(o, "gain", json_object_new_double(t->gain));
+        json_object_object_add(o, "gain_lo", json_object_new_double(t->gain_lo));
+        json_object_object_add(o, "gain_hi", json_object_new_double(t->gain_hi));
+        json_object_object_add(o, "placed", trial_side_to_json(&t->placed));
+        json_object_object_add(o, "kernel", trial_side_to_json(&t->kernel));
+        json_object_object_add(o, "tie", json_object_new_boolean(t->tie));
         json_object_object_add(o, "reverts", json_object_new_int((int)t->reverts));
         json_object_object_add(o, "retry_ns", json_object_new_uint64(t->retry_ns));
+        json_object_object_add(o, "checks", json_object_new_int((int)t->checks));
+        json_object_object_add(o, "recheck_ns", json_object_new_uint64(t->recheck_ns));
+        json_object_object_add(o, "kept_rate", json_object_new_double(t->kept_rate));
+        json_object_object_add(o, "kept_wait", json_object_new_double(t->kept_wait));
         return o;
 }
 
@@ -165,47 +179,71 @@ static double get_double(json_object *o, const char *key) {
         return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
 }
 
+static bool get_bool(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+static unsigned get_count(json_object *o, const char *key) {
+        uint64_t n = 0;
+        (void)get_u64(o, key, &n);
+        return (unsigned)MIN(n, (uint64_t)UINT32_MAX);
+}
+
+static void trial_side_from_json(json_object *tr, const char *key, TrialSide *s) {
+        json_object *o;
+        if (!json_object_object_get_ex(tr, key, &o))
+                return;
+        s->rate = get_double(o, "rate");
+        s->delay_us = get_double(o, "delay_us");
+        s->util = get_double(o, "util");
+        s->wait = get_double(o, "wait");
+        s->windows = get_count(o, "windows");
+}
+
+/* Return: the value of the string table entry named by o's key, or -EINVAL; dflt when absent. */
+static int get_enum(json_object *o, const char *key, int (*from_string)(const char *), int dflt) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return dflt;
+        return json_object_is_type(v, json_type_string) ? from_string(json_object_get_string(v))
+                                                        : -EINVAL;
+}
+
 /* An absent "trial" is a group never tried (plans of 0.1). Return: 0 or -EINVAL. */
 static int trial_from_json(json_object *o, PlanTrial *t) {
         json_object *tr, *v;
-        uint64_t n = 0;
         *t = (PlanTrial){ 0 };
         if (!json_object_object_get_ex(o, "trial", &tr))
                 return 0;
         if (get_field(tr, "verdict", json_type_string, &v) < 0)
                 return -EINVAL;
-        int k = trial_verdict_from_string(json_object_get_string(v));
-        if (k < 0)
+        int verdict = trial_verdict_from_string(json_object_get_string(v));
+        int measure = get_enum(tr, "measure", trial_measure_from_string, TRIAL_BY_HANDOFFS);
+        int arm = get_enum(tr, "arm", trial_arm_from_string, TRIAL_ARM_PLACED);
+        if (verdict < 0 || measure < 0 || arm < 0)
                 return -EINVAL;
-        t->verdict = (TrialVerdict)k;
-        if (json_object_object_get_ex(tr, "measure", &v)) {
-                k = json_object_is_type(v, json_type_string)
-                            ? trial_measure_from_string(json_object_get_string(v))
-                            : -EINVAL;
-                if (k < 0)
-                        return -EINVAL;
-                t->measure = (TrialMeasure)k;
-        }
-        t->before_rate = get_double(tr, "before_rate");
-        t->before_delay_us = get_double(tr, "before_delay_us");
-        t->after_rate = get_double(tr, "after_rate");
-        t->after_delay_us = get_double(tr, "after_delay_us");
-        t->before_util = get_double(tr, "before_util");
-        t->before_wait = get_double(tr, "before_wait");
-        t->after_util = get_double(tr, "after_util");
-        t->after_wait = get_double(tr, "after_wait");
-        t->before_rate_sd = get_double(tr, "before_rate_sd");
-        t->after_rate_sd = get_double(tr, "after_rate_sd");
-        json_object *wn;
-        t->within_noise =
-                json_object_object_get_ex(tr, "within_noise", &wn) && json_object_get_boolean(wn);
-        if (get_u64(tr, "before_ticks", &n) == 0)
-                t->before_ticks = (unsigned)MIN(n, (uint64_t)UINT32_MAX);
-        if (get_u64(tr, "after_ticks", &n) == 0)
-                t->after_ticks = (unsigned)MIN(n, (uint64_t)UINT32_MAX);
-        if (get_u64(tr, "reverts", &n) == 0)
-                t->reverts = (unsigned)MIN(n, 64u);
+        t->verdict = (TrialVerdict)verdict;
+        t->measure = (TrialMeasure)measure;
+        t->arm = (TrialArm)arm;
+        t->recheck = get_bool(tr, "recheck");
+        t->windows = get_count(tr, "windows");
+        t->pairs = get_count(tr, "pairs");
+        t->open_rate = get_double(tr, "open_rate");
+        t->log_sum = get_double(tr, "log_sum");
+        t->log_sq = get_double(tr, "log_sq");
+        t->gain = get_double(tr, "gain");
+        t->gain_lo = get_double(tr, "gain_lo");
+        t->gain_hi = get_double(tr, "gain_hi");
+        trial_side_from_json(tr, "placed", &t->placed);
+        trial_side_from_json(tr, "kernel", &t->kernel);
+        t->tie = get_bool(tr, "tie");
+        t->reverts = MIN(get_count(tr, "reverts"), 64u);
         (void)get_u64(tr, "retry_ns", &t->retry_ns);
+        t->checks = MIN(get_count(tr, "checks"), 64u);
+        (void)get_u64(tr, "recheck_ns", &t->recheck_ns);
+        t->kept_rate = get_double(tr, "kept_rate");
+        t->kept_wait = get_double(tr, "kept_wait");
         return 0;
 }
 

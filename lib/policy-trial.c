@@ -1,44 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The trial of a placement (PlanTrial in plan.h): a group placed anew is
- * measured before it is kept. Its progress and run-queue delay left to the
- * kernel are the figures to beat; placed, it is kept when it does no worse
- * for the profile, else handed back and not tried again before a back-off
- * that doubles with each revert in a row. Part of the pure policy: no
- * syscalls, no clock, no logging.
+ * The trial of a placement (PlanTrial in plan.h): a switchback. A group
+ * placed anew is not compared with what it did before, since a workload
+ * changes pace on its own (a stream's rate swings by half between identical
+ * runs, a backend reads its tables and then its buffers, a client warms
+ * up); instead its placement and the kernel's own choice take turns, a tick
+ * each, in the order placed, kernel, kernel, placed (ABBA, repeated), and
+ * each pair of neighbouring windows is compared. A trend of the workload's
+ * own then falls on both sides alike, and each pair's figure, the log of
+ * progress placed over progress left to the kernel, is as good as the
+ * windows are short. Part of the pure policy: no syscalls, no clock, no
+ * logging; the same series of windows gives the same verdict every time.
+ *
+ * The verdict weighs the mean of those figures and its 95% interval
+ * (Student's t over the pairs, so few pairs give a wide one): the placement
+ * is kept only when the whole interval lies above the profile's keep_pct,
+ * handed back as soon as it lies wholly below, and handed back too when
+ * max_ticks windows still leave it straddling keep_pct: ties go to the
+ * kernel. A lockstep pair that runs 2x faster packed shows it in 6 windows
+ * (three pairs; at quick ticks 100 ms apart, about 0.6 s), a tie is called
+ * after 16 (about 2-3 s at the quick ticks' budget).
  *
  * A stream is judged by the bytes its two tasks move through read and
  * write calls (TRIAL_BY_BYTES): a pair whose tasks ran at once for more than
  * [pair] max_overlap_pct of a CPU while spread, and moved at least a byte
- * per handoff. There its handoffs mislead: measured on kind C, an iperf3
- * stream packed moved 1.65x the bytes while its handoffs fell to 0.28x.
- * Nowhere else, as those bytes count files too: a PostgreSQL backend
- * reading its tables as it started moved 39 MB/s, then 8 MB/s from its
- * shared buffers while its queries ran 2.7x faster packed, and a trial by
- * bytes handed it back.
+ * per handoff. Its handoffs mislead: packed, an iperf3 stream moved 1.65x
+ * the bytes while its handoffs fell to 0.28x. Nowhere else, as those bytes
+ * count files too (a PostgreSQL backend reading its tables).
  *
- * Elsewhere (hand-off pairs, whose progress is their handoffs; fanouts and
- * meshes; send and recv, which the kernel does not count; no iterator and
- * no /proc/TID/io) progress is the count of the members' times on a
- * CPU, which measures hand-offs, not work: two busy tasks packed onto one
- * CPU take turns more often than spread, so the count rises while each
- * gets half a CPU and the work done drops by a third (measured:
- * redis-benchmark -c 32, 18.6k -> 21.7k times on a CPU per second, 58k ->
- * 39k GET/s). What shows it is their run time: it falls from 1.5 CPUs'
- * worth to 1 while their wait for the CPU grows. A hand-off pair packed
- * runs as long as before or longer (0.93 -> 1.0 for the pipe pair), or a
- * few percent less (what packing saves), so [trial] max_run_loss_pct of a
- * CPU lost while waiting more hands a placement back; judged by bytes, the
- * bytes show such a loss themselves.
+ * Elsewhere progress is the count of the members' times on a CPU, which
+ * measures hand-offs, not work: two busy tasks packed onto one CPU take
+ * turns more often while each gets half a CPU. Their run time shows it: it
+ * falls from 1.5 CPUs' worth to 1 while their wait for the CPU grows. So a
+ * placement whose tasks ran more than [trial] max_run_loss_pct of a CPU
+ * less than in the kernel's windows while waiting more is handed back, and
+ * so is one that started waiting for CPUs past the run-queue budget.
  *
- * Progress is judged against its own noise. On the 2-CPU VM a pipe pair's
- * ticks left to the kernel ranged 95k-135k handoffs/s from one run to the
- * next (the kernel packs it now and then by itself), and one disturbed tick
- * placed took a two-tick mean 14% below the spread figure although packed
- * it runs about 1.1-1.6x faster. So a difference within two standard errors
- * (from the ticks' deviations) is no verdict yet: the trial measures on, up
- * to [trial] max_ticks, and what is still within noise then counts as no
- * change (see PlanTrial in plan.h).
+ * A kept placement is re-checked: a switchback of its own recheck_s after
+ * the verdict (doubling while it is kept again, up to 16 times), and at
+ * once when its progress moves recheck_drift_pct away from its figure at
+ * the verdict or its tasks wait for a CPU max_run_loss_pct of a CPU longer:
+ * a lockstep pair that became a pipeline of two busy stages stops gaining
+ * from one CPU, and the re-check hands it back.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -50,12 +53,34 @@
 #include "macro.h"
 #include "string-table.h"
 
+/* Progress under this many per second counts as this many: a window in which
+ * the group did nothing measurable neither wins nor loses infinitely. */
+#define TRIAL_RATE_FLOOR 1.0
+
+/* Re-checks' waits double at most this many times. */
+#define TRIAL_RECHECK_DOUBLINGS 4u
+
 TrialMeasure policy_trial_measure(const Profile *p, const Group *g) {
         assert(p);
         assert(g);
         bool stream = g->class == GROUP_PAIR && (g->util - 1.0) * 100 > p->pair_max_overlap_pct;
         return stream && g->io_rate > 0 && g->io_rate >= g->handoff_rate ? TRIAL_BY_BYTES
                                                                          : TRIAL_BY_HANDOFFS;
+}
+
+TrialArm policy_trial_arm(unsigned window) {
+        unsigned k = window % 4;
+        return k == 0 || k == 3 ? TRIAL_ARM_PLACED : TRIAL_ARM_KERNEL;
+}
+
+double policy_trial_t95(unsigned df) {
+        /* Two-sided 95% quantiles of Student's t, df 1..30; 1.96 beyond. */
+        static const double t[] = { 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                    2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                    2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                    2.060,  2.056, 2.052, 2.048, 2.045, 2.042 };
+        assert(df > 0);
+        return df <= ELEMENTSOF(t) ? t[df - 1] : 1.96;
 }
 
 /* Return: the group's progress this tick, in measure m. */
@@ -68,36 +93,127 @@ static uint64_t trial_backoff_ns(const Profile *p, unsigned reverts) {
         return (uint64_t)p->trial_backoff_ms * 1000000ULL << MIN(MAX(reverts, 1u) - 1, 4u);
 }
 
-/* Return: a mean that weighs the newest figure as much as all before it. */
-static double recent_mean(double mean, unsigned n, double x) {
-        return n ? (mean + x) / 2 : x;
+/* Return: the wait before the next re-check, after checks re-checks in a row kept it. */
+static uint64_t trial_recheck_wait_ns(const Profile *p, unsigned checks) {
+        return (uint64_t)p->trial_recheck_s * 1000000000ULL << MIN(checks, TRIAL_RECHECK_DOUBLINGS);
 }
 
-/* Its weights (1/2, 1/4, ...) make it as good as about 3 figures, no more. */
-#define RECENT_MEAN_MAX_N 3u
-
-/* Return: the standard deviation of mean's figures after x joins them,
- * given the mean before (mean) and after (mean_new) and their old sd. */
-static double sd_step(double sd, double mean, double mean_new, double x, unsigned n, bool recent) {
-        double sq = sd * sd + mean * mean; /* the mean of the squares before */
-        sq = recent ? recent_mean(sq, n, x * x) : (sq * n + x * x) / (n + 1);
-        double var = sq - mean_new * mean_new;
-        return var > 0 && isfinite(var) ? sqrt(var) : 0;
+static void side_add(TrialSide *s, double rate, const Group *g) {
+        double n = s->windows;
+        s->rate = (s->rate * n + rate) / (n + 1);
+        s->delay_us = (s->delay_us * n + (double)g->runq_delay_us) / (n + 1);
+        s->util = (s->util * n + g->util) / (n + 1);
+        s->wait = (s->wait * n + g->runq_wait) / (n + 1);
+        s->windows++;
 }
 
-/*
- * Return: the standard error of after - before, from the ticks' deviations.
- * One figure before (a group placed at its first measured tick) has no
- * deviation of its own; it is taken to be as noisy as a tick placed, not
- * exact: else two steady ticks placed made a 1% difference from it a clear
- * loss (measured: 141760 -> 140059 handoffs/s, handed back).
- */
-static double trial_noise(const PlanTrial *t) {
-        double nb = MIN(MAX(t->before_ticks, 1u), RECENT_MEAN_MAX_N);
-        double na = MAX(t->after_ticks, 1u);
-        double sd_before =
-                t->before_ticks < 2 ? MAX(t->before_rate_sd, t->after_rate_sd) : t->before_rate_sd;
-        return sqrt(sd_before * sd_before / nb + t->after_rate_sd * t->after_rate_sd / na);
+/* The gain so far and its interval, from the pairs' log ratios. */
+static void trial_estimate(PlanTrial *t) {
+        if (t->pairs == 0)
+                return;
+        double n = t->pairs, mean = t->log_sum / n;
+        t->gain = exp(mean);
+        if (t->pairs < 2) {
+                t->gain_lo = t->gain_hi = t->gain;
+                return;
+        }
+        double var = (t->log_sq - n * mean * mean) / (n - 1);
+        double half = policy_trial_t95(t->pairs - 1) * sqrt(MAX(var, 0.0) / n);
+        t->gain_lo = exp(mean - half);
+        t->gain_hi = exp(mean + half);
+}
+
+/* Starts a switchback; its first window is placed. */
+static void trial_start(PlanTrial *t, TrialMeasure m, bool recheck) {
+        *t = (PlanTrial){ .verdict = TRIAL_RUNNING,
+                          .measure = m,
+                          .arm = TRIAL_ARM_PLACED,
+                          .recheck = recheck,
+                          .reverts = t->reverts,
+                          .checks = t->checks };
+}
+
+/* Adds the window that just ended (its side: t->arm) and opens the next. */
+static void trial_add_window(PlanTrial *t, const Group *g) {
+        double x = trial_progress(g, t->measure);
+        side_add(t->arm == TRIAL_ARM_PLACED ? &t->placed : &t->kernel, x, g);
+        if (t->windows % 2 == 0)
+                t->open_rate = x;
+        else {
+                /* The pair (windows - 1, windows): one of each side. */
+                double placed = t->arm == TRIAL_ARM_PLACED ? x : t->open_rate;
+                double kernel = t->arm == TRIAL_ARM_PLACED ? t->open_rate : x;
+                double d = log(MAX(placed, TRIAL_RATE_FLOOR) / MAX(kernel, TRIAL_RATE_FLOOR));
+                t->log_sum += d;
+                t->log_sq += d * d;
+                t->pairs++;
+                trial_estimate(t);
+        }
+        t->windows++;
+        t->arm = policy_trial_arm(t->windows);
+}
+
+/* Return: whether a kept placement moved far from its figures at the verdict. */
+static bool trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) {
+        double x = trial_progress(g, t->measure), k = t->kept_rate;
+        double band = 1.0 + p->trial_recheck_drift_pct / 100.0;
+        bool moved = k > 0 && (x * band < k || x > k * band);
+        bool waits = (g->runq_wait - t->kept_wait) * 100 > p->trial_max_run_loss_pct;
+        return moved || waits;
+}
+
+/* Hands the group back after a verdict against it. */
+static void trial_revert(const Profile *p, PlanTrial *t, const char *cls, const char *why,
+                         uint64_t now_ns, PlanGroup *pg) {
+        t->verdict = TRIAL_REVERTED;
+        t->arm = TRIAL_ARM_PLACED;
+        t->reverts++;
+        t->checks = 0;
+        uint64_t backoff = trial_backoff_ns(p, t->reverts);
+        t->retry_ns = now_ns + backoff;
+        plan_group_set_reason(pg,
+                              "%s: placed, %s (%.2fx [%.2f-%.2f] the %s/s left to the kernel "
+                              "over %u windows; ran %.2f -> %.2f CPUs, run-queue delay %.0f -> "
+                              "%.0f us); handed back, not tried again for %" PRIu64 " s",
+                              cls, why, t->gain, t->gain_lo, t->gain_hi,
+                              trial_measure_to_string(t->measure), t->windows, t->kernel.util,
+                              t->placed.util, t->kernel.delay_us, t->placed.delay_us,
+                              (uint64_t)(backoff / 1000000000ULL));
+        plan_group_leave(pg);
+}
+
+/* Judges a running trial after its window was added. */
+static void trial_judge(const Profile *p, PlanTrial *t, const char *cls, uint64_t now_ns,
+                        PlanGroup *pg) {
+        if (t->windows < MAX(p->trial_ticks, 2u) || t->windows % 2)
+                return; /* a verdict weighs whole pairs */
+        double keep = p->trial_keep_pct / 100.0;
+        bool last = t->windows >= MAX(p->trial_max_ticks, p->trial_ticks);
+        bool waits = t->placed.delay_us > p->runq_delay_budget_us &&
+                     t->placed.delay_us > t->kernel.delay_us;
+        bool squeezed = t->measure == TRIAL_BY_HANDOFFS &&
+                        (t->kernel.util - t->placed.util) * 100 > p->trial_max_run_loss_pct &&
+                        t->placed.wait > t->kernel.wait;
+
+        if (t->gain_hi < keep)
+                trial_revert(p, t, cls, "it did worse", now_ns, pg);
+        else if (waits)
+                trial_revert(p, t, cls, "it waited for the CPU past the budget", now_ns, pg);
+        else if (squeezed)
+                trial_revert(p, t, cls, "its tasks were squeezed (max_run_loss_pct)", now_ns, pg);
+        else if (t->gain_lo > keep) {
+                t->verdict = TRIAL_KEPT;
+                t->arm = TRIAL_ARM_PLACED;
+                t->reverts = 0;
+                t->checks = t->recheck ? t->checks + 1 : 0;
+                t->recheck_ns = now_ns + trial_recheck_wait_ns(p, t->checks);
+                t->kept_rate = t->placed.rate;
+                t->kept_wait = t->placed.wait;
+        } else if (last) {
+                t->tie = true;
+                trial_revert(p, t, cls, "no clear gain (keep_pct wants the interval above it)",
+                             now_ns, pg);
+        }
 }
 
 void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
@@ -107,123 +223,44 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, 
         assert(pg);
         PlanTrial t = prev ? prev->trial : (PlanTrial){ 0 };
         bool was = prev && prev->managed && !prev->waiting;
-        double delay = (double)g->runq_delay_us;
         const char *cls = group_class_to_string(g->class);
 
-        if (g->unmeasured) {
-                pg->trial = t; /* nothing to learn this tick */
-                return;
-        }
-        if (!was) {
-                /* The baseline starts afresh when what it counts changes. */
-                TrialMeasure m = policy_trial_measure(p, g);
-                if (m != t.measure) {
-                        t.measure = m;
-                        t.before_ticks = 0;
-                        t.before_rate = t.before_rate_sd = 0;
-                }
-                double x = trial_progress(g, m);
-                double rate = recent_mean(t.before_rate, t.before_ticks, x);
-                t.before_rate_sd =
-                        sd_step(t.before_rate_sd, t.before_rate, rate, x, t.before_ticks, true);
-                t.before_rate = rate;
-                t.before_delay_us = recent_mean(t.before_delay_us, t.before_ticks, delay);
-                t.before_util = recent_mean(t.before_util, t.before_ticks, g->util);
-                t.before_wait = recent_mean(t.before_wait, t.before_ticks, g->runq_wait);
-                t.before_ticks++;
-                if (pg->managed && t.verdict == TRIAL_REVERTED && now_ns < t.retry_ns) {
-                        plan_group_set_reason(
-                                pg,
-                                "%s: placed, it %s (%.0f -> %.0f %s/s, ran %.2f -> "
-                                "%.2f CPUs); not tried again for %" PRIu64 " s after that",
-                                cls, t.within_noise ? "gained nothing measurable" : "did worse",
-                                t.before_rate, t.after_rate, trial_measure_to_string(t.measure),
-                                t.before_util, t.after_util,
-                                (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
-                        plan_group_leave(pg);
-                } else if (pg->managed) {
-                        t.verdict = TRIAL_RUNNING;
-                        t.after_rate = t.after_delay_us = t.after_util = t.after_wait = 0;
-                        t.after_rate_sd = 0;
-                        t.after_ticks = 0;
-                        t.within_noise = false;
-                }
+        if (!pg->managed) {
+                if (t.verdict == TRIAL_RUNNING || t.verdict == TRIAL_KEPT)
+                        t.verdict = TRIAL_NONE; /* cut short: widened out, or its CPUs went */
+                t.arm = TRIAL_ARM_PLACED;
                 pg->trial = t;
                 return;
         }
-        if (t.verdict == TRIAL_RUNNING && !pg->managed) {
-                t.verdict = TRIAL_NONE; /* cut short: widened out, or its CPUs went */
-        } else if (t.verdict == TRIAL_RUNNING && advise) {
-                ; /* nothing applied: nothing to measure */
-        } else if (t.verdict == TRIAL_RUNNING) {
-                double x = trial_progress(g, t.measure);
-                double rate = (t.after_rate * t.after_ticks + x) / (t.after_ticks + 1);
-                t.after_rate_sd =
-                        sd_step(t.after_rate_sd, t.after_rate, rate, x, t.after_ticks, false);
-                t.after_rate = rate;
-                t.after_delay_us = (t.after_delay_us * t.after_ticks + delay) / (t.after_ticks + 1);
-                t.after_util = (t.after_util * t.after_ticks + g->util) / (t.after_ticks + 1);
-                t.after_wait = (t.after_wait * t.after_ticks + g->runq_wait) / (t.after_ticks + 1);
-                t.after_ticks++;
-        }
-        if (t.verdict == TRIAL_RUNNING && t.after_ticks >= p->trial_ticks) {
-                /* Progress against keep_pct of before, in standard errors. */
-                double diff = t.after_rate - t.before_rate * p->trial_keep_pct / 100.0;
-                bool clear = fabs(diff) >= 2 * trial_noise(&t);
-                bool last = t.after_ticks >= MAX(p->trial_max_ticks, p->trial_ticks);
-                bool slower = clear ? diff < 0 : p->trial_keep_pct > 100;
-                bool waits = t.after_delay_us > p->runq_delay_budget_us &&
-                             t.after_delay_us > t.before_delay_us;
-                bool squeezed = t.measure == TRIAL_BY_HANDOFFS &&
-                                (t.before_util - t.after_util) * 100 > p->trial_max_run_loss_pct &&
-                                t.after_wait > t.before_wait;
-                if (!clear && !last && !waits && !squeezed) {
-                        pg->trial = t; /* within noise: measure on */
+        if (!was) {
+                if (t.verdict == TRIAL_REVERTED && now_ns < t.retry_ns) {
+                        plan_group_set_reason(
+                                pg,
+                                "%s: placed, it %s (%.2fx [%.2f-%.2f] the %s/s left to the "
+                                "kernel over %u windows); not tried again for %" PRIu64
+                                " s after that",
+                                cls, t.tie ? "showed no clear gain" : "did worse", t.gain,
+                                t.gain_lo, t.gain_hi, trial_measure_to_string(t.measure), t.windows,
+                                (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
+                        plan_group_leave(pg);
+                        pg->trial = t;
                         return;
                 }
-                t.within_noise = !clear && !waits && !squeezed;
-                if (slower || waits || squeezed) {
-                        t.verdict = TRIAL_REVERTED;
-                        t.reverts++;
-                        uint64_t backoff = trial_backoff_ns(p, t.reverts);
-                        t.retry_ns = now_ns + backoff;
-                        t.before_ticks = 0; /* a fresh baseline after the revert */
-                        if (squeezed && !slower && !waits)
-                                plan_group_set_reason(
-                                        pg,
-                                        "%s: placed, it did worse (ran %.2f -> %.2f CPUs, "
-                                        "waited %.2f -> %.2f: squeezed, more than "
-                                        "max_run_loss_pct=%u%%); handed back, not tried again "
-                                        "for %" PRIu64 " s",
-                                        cls, t.before_util, t.after_util, t.before_wait,
-                                        t.after_wait, p->trial_max_run_loss_pct,
-                                        (uint64_t)(backoff / 1000000000ULL));
-                        else if (t.within_noise)
-                                plan_group_set_reason(
-                                        pg,
-                                        "%s: placed, no gain measured (%.0f -> %.0f %s/s, "
-                                        "within noise of +-%.0f after %u ticks; keep_pct=%u%% "
-                                        "wants a gain); handed back, not tried again for %" PRIu64
-                                        " s",
-                                        cls, t.before_rate, t.after_rate,
-                                        trial_measure_to_string(t.measure), trial_noise(&t),
-                                        t.after_ticks, p->trial_keep_pct,
-                                        (uint64_t)(backoff / 1000000000ULL));
-                        else
-                                plan_group_set_reason(
-                                        pg,
-                                        "%s: placed, it did worse (%.0f -> %.0f %s/s, "
-                                        "run-queue delay %.0f -> %.0f us; noise +-%.0f); handed "
-                                        "back, not tried again for %" PRIu64 " s",
-                                        cls, t.before_rate, t.after_rate,
-                                        trial_measure_to_string(t.measure), t.before_delay_us,
-                                        t.after_delay_us, trial_noise(&t),
-                                        (uint64_t)(backoff / 1000000000ULL));
-                        plan_group_leave(pg);
-                } else {
-                        t.verdict = TRIAL_KEPT;
-                        t.reverts = 0;
-                }
+                /* Placed anew: at once, and the switchback measures it from here. */
+                trial_start(&t, policy_trial_measure(p, g), false);
+                pg->trial = t;
+                return;
         }
+        if (g->unmeasured || advise) {
+                pg->trial = t; /* nothing to learn this tick (advised: nothing applied) */
+                return;
+        }
+        if (t.verdict == TRIAL_KEPT && (now_ns >= t.recheck_ns || trial_drifted(p, &t, g)))
+                trial_start(&t, t.measure, true); /* this tick opens its first window */
+        else if (t.verdict == TRIAL_RUNNING) {
+                trial_add_window(&t, g);
+                trial_judge(p, &t, cls, now_ns, pg);
+        } else if (t.verdict != TRIAL_KEPT)
+                trial_start(&t, policy_trial_measure(p, g), false); /* placed, never judged */
         pg->trial = t;
 }

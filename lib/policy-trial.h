@@ -16,15 +16,21 @@
 /* Return: what g's trial under p would count as progress (TrialMeasure in plan.h). */
 TrialMeasure policy_trial_measure(const Profile *p, const Group *g);
 
+/* Return: the side of a switchback's window-th window (0: placed; ABBA order). */
+TrialArm policy_trial_arm(unsigned window);
+
+/* Return: the two-sided 95% quantile of Student's t with df (> 0) degrees of freedom. */
+double policy_trial_t95(unsigned df);
+
 /*
  * policy_trial_step() - the trial, after the tick's decision pg for g under
- * profile p (prev: the group's entry in the previous plan, or NULL): learn
- * the figures to beat while the kernel places the group, start a trial
- * when the decision places it anew (unless a revert's back-off runs), and
- * judge the trial once measured (at now_ns; in advise mode nothing was
- * applied, so a running trial is not measured). A revert is feedback: it
- * overrides the dwell, and hands the group back (pg left, its reason
- * saying why).
+ * profile p (prev: the group's entry in the previous plan, or NULL): start
+ * a switchback when the decision places the group anew (unless a revert's
+ * back-off runs), add the window that just ended to a running one and
+ * judge it, and start a re-check of a kept placement when it is due or its
+ * figures drifted (at now_ns; in advise mode nothing was applied, so a
+ * running trial is not measured). A revert is feedback: it overrides the
+ * dwell, and hands the group back (pg left, its reason saying why).
  */
 void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
                        bool advise, PlanGroup *pg);

@@ -20,13 +20,8 @@ command -v perf >/dev/null || skip "perf (linux-perf) is not installed"
 [ -n "$(idle_values)" ] || skip "no per-CPU PM QoS or cpuidle state files under $cpu_sys"
 all=$(online_cpus)
 live_config idle
-# What is tested here is the idle constraint, not the trial. Where a packed
-# pair need not gain (qemu TCG, PLACED_PACKING_MAY_LOSE=1) a trial of a few
-# ticks may hand it back before this shell has polled it packed: there a
-# trial of 60 ticks keeps the pair packed through each step.
-if [ -n "${PLACED_PACKING_MAY_LOSE:-}" ]; then
-    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
-fi
+# What is tested here is the idle constraint, not the trial: the live tests'
+# profiles keep what they place (live_hold_profiles), wherever packing pays.
 
 # constrained CPU: the idle values of CPU differ from the start in a way that
 # constrains it: PM QoS no longer "0" (no constraint), or a state disabled.

@@ -80,11 +80,9 @@ step_full_from_start() {
 step_crash_on_full_disk() {
     journal_tmpfs
     pair_start
-    # The journal is tested here, not the trial: a trial that lasts the whole
-    # step keeps the pair packed until the SIGKILL, wherever packing pays.
-    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
+    # The journal is tested here, not the trial: the live tests' profiles
+    # keep what they place (live_hold_profiles), wherever packing pays.
     live_placed_start balanced
-    live_profiles_dir=""
     wait_packed "$T/balanced.log"
     local cpu
     cpu=$(cpus_allowed "$pair_parent")

@@ -247,10 +247,8 @@ pair_in_llc() {
 
 step_pair() {
     pair_start
-    # A trial that lasts the whole step (12 s): what is tested here is where
-    # the pair goes, not whether packing pays (under emulation it may not,
-    # and the trial would rightly hand it back). So in step 2.
-    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
+    # What is tested here is where the pair goes, not whether packing pays:
+    # the live tests' profiles keep what they place (live_hold_profiles).
     local log=$T/balanced.log t0 traced="" cpu llc ran n c inside=""
     ! pair_trace_start || traced=1
     sleep 0.5
@@ -314,7 +312,6 @@ step_mesh() {
     # time_scale times fewer under emulation.
     live_spawn "$ring_bin" -n 5 -r $((2000 / time_scale))
     local ring=$! pids pid log=$T/balanced.log mask
-    live_profiles_dir=$(live_profiles_with profiles-long-trial '[trial]' 'ticks = 60')
     wait_for 5 eval '[ "$(group_pids '"$ring"' | wc -l)" -eq 5 ]' ||
         fail "2. the ring did not start its five processes: $(group_pids "$ring" | paste -sd ' ')"
     pids=$(group_pids "$ring")

@@ -23,7 +23,11 @@ with a target PASS or FAIL against it. A speed-up target (no loss) is judged
 on the 95% interval of the median of the per-repetition ratios, not on the
 median alone: one stream over loopback varies by 10% between identical
 runs here, so 5 repetitions cannot tell 0.95x from 1.00x; such a figure is
-INCONCLUSIVE at that many repetitions (not a pass). Beside the workload's own figure it
+INCONCLUSIVE at that many repetitions (not a pass). With --max-reps N such a
+workload gets more repetitions, each running every configuration again in
+the rotating order, until every verdict is PASS or FAIL or it has had N; the
+report gives each verdict's repetitions and the interval's half-width, the
+loss it could tell from none. Beside the workload's own figure it
 samples per-CPU busy time and idle-state residency (/proc/stat, cpuidle
 sysfs), idle entries per second, an energy estimate (the model of placed's
 energy module: busy CPUs at 1.0, idle states weighted by depth), placed's
@@ -728,6 +732,16 @@ def median_interval(xs, level=CI_LEVEL):
     return xs[k - 1], xs[n - k], below(k)
 
 
+def undecided(results, configs, workloads, w):
+    """Whether a speed-up verdict of w (or of a workload that is part of its
+    runs) is INCONCLUSIVE on the repetitions so far: another one may decide."""
+    parts = [x for x in workloads if x == w or (WORKLOADS[x].part_of or ("",))[0] == w]
+    fill_parts(results, parts)
+    summary = summarize(results, configs, parts)
+    return any(s.get("verdict") == "INCONCLUSIVE"
+               for x in parts for s in summary[x].values() if isinstance(s, dict))
+
+
 def judge_speedup(s, rs, target, above=False):
     """A speed-up target judged on the interval of the median of the
     per-repetition ratios rs, not on the median alone: PASS when all of it
@@ -739,6 +753,8 @@ def judge_speedup(s, rs, target, above=False):
     lo, hi, coverage = median_interval(rs)
     s["speedup_ci"] = [lo, hi]
     s["speedup_ci_coverage"] = round(coverage, 4)
+    # What the interval could tell apart: half its width, as a speed-up.
+    s["resolution"] = round((hi - lo) / 2, 4)
     if (lo > target + EPS) if above else (lo >= target - EPS):
         s["verdict"] = "PASS"
     elif (hi <= target + EPS) if above else (hi < target - EPS):
@@ -1148,8 +1164,9 @@ def write_report(out, args, results, summary, configs, workloads, took):
                         "" if s["speedup_ci_coverage"] >= CI_LEVEL - EPS else
                         ", covers %d%%" % int(100 * s["speedup_ci_coverage"]))
                 if "verdict" in s:
-                    cell += " **%s%s**" % (s["verdict"], " at %d reps" % s["n"]
-                                           if s["verdict"] == "INCONCLUSIVE" else "")
+                    cell += " **%s**" % s["verdict"]
+                    if "resolution" in s:
+                        cell += " at %d reps (+-%.3f)" % (s["n"], s["resolution"])
                 cells.append(cell)
             lines.append("| %s | %s | %s | %s |" % (w, target, "%.2fx" % ceil if ceil else "–",
                                                     " | ".join(cells)))
@@ -1291,6 +1308,10 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=None)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--max-reps", type=int, default=0,
+                    help="add repetitions, paired and alternating, to a workload whose no-loss "
+                         "or gain verdict is still INCONCLUSIVE after --reps, up to this many "
+                         "(0: none)")
     ap.add_argument("--configs", default="kernel,power-first,balanced,latency-first,ceiling",
                     help="kernel, the profiles, PROFILE-advise (placed --dry-run), ceiling "
                          "(the pair pinned by hand)")
@@ -1396,11 +1417,10 @@ def main():
     shared = stock.Shared()
     results = {w: {c: [] for c in configs} for w in workloads}
     try:
-        for rep in range(args.reps):
+        rep, todo = 0, [w for w in workloads if not WORKLOADS[w].part_of]
+        while todo:
             order = configs[rep % len(configs):] + configs[:rep % len(configs)]
-            for w in workloads:
-                if WORKLOADS[w].part_of:
-                    continue
+            for w in todo:
                 for c in order:
                     if not runs_under(WORKLOADS[w], c, added):
                         continue
@@ -1409,6 +1429,9 @@ def main():
                         print("rep %d %-12s %-14s %s %.4g (%.1f s, others %.2f CPUs)" % (
                             rep + 1, w, c, r["metric"], r["value"], r["wall_s"],
                             r["foreign_cpus"]), flush=True)
+            rep += 1
+            todo = [w for w in todo if rep < args.reps or
+                    (rep < args.max_reps and undecided(results, configs, workloads, w))]
     finally:
         shared.close()
     fill_parts(results, workloads)

@@ -88,6 +88,22 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(cov, 0.9375)
         self.assertEqual(bench.median_interval([0.9]), (0.9, 0.9, 0.0))
 
+    def test_more_repetitions_until_decided(self):
+        # --max-reps: a workload whose verdict is INCONCLUSIVE is undecided
+        # and gets another repetition; PASS or FAIL is decided.
+        def res(balanced):
+            return {"fanout": {"kernel": runs([100.0] * len(balanced)),
+                               "balanced": runs(balanced)}}
+        configs = ["kernel", "balanced"]
+        self.assertTrue(bench.undecided(res([80, 112, 95, 88, 105, 93]), configs, ["fanout"],
+                                        "fanout"))
+        self.assertFalse(bench.undecided(res([98, 101, 99, 102, 100, 98, 99, 101]), configs,
+                                         ["fanout"], "fanout"))
+        s = self.summary("fanout", {"kernel": [100.0] * 8,
+                                    "balanced": [98, 101, 99, 102, 100, 98, 99, 101]})
+        lo, hi = s["balanced"]["speedup_ci"]
+        self.assertAlmostEqual(s["balanced"]["resolution"], (hi - lo) / 2, places=4)
+
     def test_no_loss_judged_on_the_interval(self):
         kernel = [100.0] * 12
         # A real loss, every repetition 7-12% down: FAIL.
