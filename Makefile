@@ -1,7 +1,7 @@
 # placed — build, test and install.
 #
 #   make deps      install the Debian packages the build, tests and benchmarks need
-#   make           build/placed and build/placectl
+#   make           build/placed and build/placectl, on every online CPU (an explicit -j wins)
 #   make run       run placed in the foreground from the tree (default profile)
 #   make check     every test; ends with "N passed, N failed, N skipped"
 #   make check-sanitize   the same under ASan + UBSan (in build-san/)
@@ -14,6 +14,14 @@
 #
 # lib/*.c builds into build/libplaced.a, which the daemon, placectl and the
 # tests link. lib/*.bpf.c become BPF objects and skeleton headers in build/.
+
+# Build on every online CPU unless a -j was given (on the command line, in
+# MAKEFLAGS, or by a parent make) or clean is among the goals (make clean all
+# must not race). GNU make 4.3 hides a command line -j from the makefile, but
+# that -j still wins over the one added here.
+ifeq ($(MAKELEVEL)$(filter -j% --jobserver%,$(MAKEFLAGS) $(shell printenv MAKEFLAGS))$(filter clean,$(MAKECMDGOALS)),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin

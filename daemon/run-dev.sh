@@ -13,14 +13,22 @@ case $build in /*) bin=$build ;; *) bin=$src/$build ;; esac
 [ "$(id -u)" -eq 0 ] || echo "note: not root; placed can observe but not change other users' tasks." >&2
 
 bus=system
+placectl=$build/placectl
 if [ ! -S /run/dbus/system_bus_socket ]; then
     out=$(dbus-daemon --session --fork --print-address=1 --print-pid=1)
     bus=$(echo "$out" | sed -n 1p)
     bus_pid=$(echo "$out" | sed -n 2p)
     trap 'kill $bus_pid 2>/dev/null' EXIT
+    placectl="$placectl --address '$bus'"
     echo "No system bus here: placed runs on a private D-Bus. In another shell:"
-    echo "    $build/placectl --address '$bus' status"
+else
+    echo "In another shell:"
 fi
+# What to do next, before placed's own log: the command to run as printed,
+# then the other views and how to stop.
+echo "    $placectl status"
+echo "  then 'groups' for the task groups, 'graph' for who wakes whom ('graph --dot' for Graphviz);"
+echo "  Ctrl-C here stops placed and puts back everything it changed."
 
 "$bin/placed" --foreground --bus "$bus" --config "$src/conf/placed.conf" \
     --profiles-dir "$src/conf/profiles" "$@" &

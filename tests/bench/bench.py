@@ -302,7 +302,7 @@ REDIS = (("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"))
 WORKLOADS = {
     "pair": Workload(wl_pair, "round trips/s", "higher", "lockstep pipe pair, steady state",
                      "pair", PAIR_TARGET, pinnable=True),
-    # The pair's target, for each of them (no other was set for issue 23's pairs).
+    # Held to the single pair's target, each pair alike.
     "pairs": Workload(wl_pairs, "round trips/s", "higher",
                       "N lockstep pipe pairs at once (N: half the CPUs, --pairs), steady state; "
                       "the ceiling pins pair i to a CPU of its own", "pair", PAIR_TARGET,
@@ -822,7 +822,9 @@ def fmt_val(v):
     return "%.4g" % v
 
 
-# Time to place a pair (issue 24): a median and a worst over the runs, seconds.
+# Time to place a pair: a median and a worst over the runs, seconds. A new
+# connection that gains 3-7x packed loses most of that gain for every second
+# it waits, so a client is placed within a quarter of a second.
 PLACE_MEDIAN_S = 0.25
 PLACE_WORST_S = 0.5
 
@@ -1003,7 +1005,7 @@ def cpu_row(w, c, cpu, limit, tag):
 
 
 def scale_targets(rows):
-    """The targets of issue 25, per profile (advise mode shown, not judged)."""
+    """The targets of placed's own cost, per profile (advise mode shown, not judged)."""
     out = []
     for w, c, runs in rows:
         judged = c in PROFILES
@@ -1030,7 +1032,7 @@ def scale_targets(rows):
             out.append(cpu_row(w, c, cpu, HACKBENCH_CPU_PCT, tag))
     if not out:
         return []
-    return ["", "Against issue 25's targets (at %d threads / %d pairs, and beside hackbench): "
+    return ["", "Against the cost targets (at %d threads / %d pairs, and beside hackbench): "
             "the CPU share judged on the interval of its median over the runs (in square "
             "brackets; PASS when all of it is at or under the limit, FAIL when all of it is "
             "over, else INCONCLUSIVE), the tick on its worst, the RSS on its worst run." % (

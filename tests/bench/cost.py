@@ -1,4 +1,4 @@
-"""placed's own cost, for tests/bench/bench.py (issue 25).
+"""placed's own cost, for tests/bench/bench.py.
 
 At scale: placed beside tests/bench/scale (THREADS threads, a fifth of them
 in light pairs handing a futex token back and forth, the rest asleep) or

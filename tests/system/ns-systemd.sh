@@ -14,7 +14,7 @@
 # and /run, and its own /var/log/journal where the host keeps a persistent
 # journal (so the namespace's journal shows this boot only and is gone at
 # power-off); /usr, /etc, the rest of /var and the cgroups are the host's
-# (TESTING.md).
+# (docs/testing.md).
 # Files under the host's /tmp are not visible inside.
 #
 # Where a container image ships /usr/sbin/policy-rc.d to forbid starting

@@ -7,7 +7,7 @@
 # then copied, so every installed file is known and removed afterwards;
 # files that existed before are backed up and put back), boots systemd as
 # PID 1 of a private PID + mount namespace with its own /tmp and /run (see
-# TESTING.md), and checks: the unit's sandbox rating, "systemctl start"
+# docs/testing.md), and checks: the unit's sandbox rating, "systemctl start"
 # reaching active through READY=1, busctl reading ActiveProfile on the
 # system bus, placectl over the system bus, the bus policy and the polkit
 # path refusing an unprivileged caller, "systemctl reload", SIGKILL of the
