@@ -106,7 +106,7 @@ status_cmd=$(grep -m1 'placectl .*status$' "$T/readme-run")
 subs=$(grep -o "'[a-z][a-z -]*'" "$T/readme-run" | tr -d "'")
 [ -n "$subs" ] || fail "the quick start names no placectl subcommand beside status"
 ran=
-for sub in status $subs; do
+while read -r sub; do
     cmd=${status_cmd% status}
     cmd="${cmd/build\//$PLACED_BUILD/} $sub"
     cmd=$(echo "$cmd" | sed -E "s|--address '[^']*'|--address '$addr'|")
@@ -114,16 +114,16 @@ for sub in status $subs; do
     [ -s "$T/out" ] || fail "'$cmd' printed nothing"
     [ "$sub" != status ] || cp "$T/out" "$T/status"
     ran="$ran'$sub' "
-done
+done < <(printf 'status\n%s\n' "$subs")
 ok "placectl ${ran}ran against placed on the private bus of make run"
 
 # The status the README shows: each line's label (up to its first colon)
 # starts a line of the real status.
-sed -n '/placectl .*status$/,$p' "$T/quick" | sed '1d' | sed -n '/^[A-Z][A-Za-z ]*:/p' |
-    sed 's/:.*//' | sort -u >"$T/labels"
+sed -n '/placectl .*status$/,$p' "$T/quick" | sed '1d' |
+    sed -n 's/^ *\([A-Z][A-Za-z ]*\):.*/\1/p' | sort -u >"$T/labels"
 [ -s "$T/labels" ] || fail "the quick start shows no placectl status output"
 while read -r label; do
-    grep -q "^$label:" "$T/status" ||
+    grep -q "^ *$label:" "$T/status" ||
         fail "the README's status shows '$label:', the real one has no such line: $(cat "$T/status")"
 done <"$T/labels"
 ok "every line of the README's status ($(tr '\n' ',' <"$T/labels" | sed 's/,$//')) is in the real one"
