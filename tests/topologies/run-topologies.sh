@@ -24,9 +24,10 @@
 #   -smp 4,sockets=2,cores=1,threads=2 (-cpu max): 2 LLCs, 2 packages, 2
 #       nodes with SMT on 4 CPUs, but then an LLC is a package is a node.
 #
-# KVM is tried first (-cpu host, then host,-arch-capabilities: the host's
-# vendor, so its LLCs may differ, and the line says what the guest showed):
-# the guest must print its first console line within 60 s. On our machines
+# KVM is tried first, with run-matrix.sh's -cpu list (host; host without the
+# ARCH_CAPABILITIES MSR nor VMX/SVM; qemu64 with SSE4.2: the host's vendor,
+# so its LLCs may differ, and the line says what the guest showed): the guest
+# must print its first console line within 60 s. On our machines
 # /dev/kvm can be there while nested KVM stops the guest at once ("KVM
 # internal error. Suberror: 1", emulation failure) or qemu aborts ("failed
 # to set MSR 0x10a"); then the guest is booted under TCG (a thread per
