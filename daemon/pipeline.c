@@ -44,6 +44,7 @@
 #include "idle.h"
 #include "journal.h"
 #include "kernel-features.h"
+#include "news.h"
 #include "log.h"
 #include "policy.h"
 #include "proc-events.h"
@@ -53,20 +54,7 @@
 #include "wake-graph.h"
 #include "wake-source.h"
 
-#define PIPELINE_NOTED_MAX  256 /* tasks whose first note is remembered */
-#define PIPELINE_NOTES_READ 64  /* notes taken from the source at once */
-/* How long a note keeps its tasks in a quick tick's focus, and asks for
- * another quick tick while they are in a pair waiting to be measured. */
-#define PIPELINE_NOTE_FRESH_NS (1000 * 1000 * 1000ULL)
-/* Young tasks in the model (started in the last PIPELINE_YOUNG_SEC seconds)
- * above which their notes wait for the regular tick: a fork storm. A new
- * client of a server is one, a pgbench run a few dozen. */
-#define PIPELINE_YOUNG_STORM 64
-
-typedef struct NotedTask {
-        pid_t tid;
-        uint64_t ts_ns; /* CLOCK_MONOTONIC of its first note */
-} NotedTask;
+#define PIPELINE_NOTES_READ 64 /* notes taken from the source at once */
 
 struct Pipeline {
         bool advise;             /* the actuators' mode: rebuilt when the caller's changes */
@@ -98,11 +86,11 @@ struct Pipeline {
         GroupRule *rules; /* the last tick's rule decision per group (parallel to its groups) */
         unsigned n_rules;
 
-        /* When each task was first seen in a note (pipeline_dispatch_notes()),
-         * for "placed N ms after its first wakeups were noted": a ring of the
-         * latest PIPELINE_NOTED_MAX tasks. */
-        NotedTask noted[PIPELINE_NOTED_MAX];
-        unsigned n_noted, next_noted;
+        /* The notes' first times and the fork storm: what is new (news.h). */
+        News news;
+        uint64_t young_after;              /* this tick's (news_young_after()) */
+        pid_t noted_alive[NEWS_NOTED_MAX]; /* noted lately and alive this tick: sorted */
+        size_t n_noted_alive;
 
         TaskId *managed; /* tasks whose affinity placed set (owned) */
         unsigned n_managed;
@@ -120,10 +108,6 @@ struct Pipeline {
         size_t n_facts, cap_facts;
         U64Map *facts_index; /* tid -> index in facts */
         pid_t self_pid;
-
-        /* Whether this tick's sample had more than PIPELINE_YOUNG_STORM tasks
-         * started in the last PIPELINE_YOUNG_SEC seconds: a fork storm. */
-        bool young_storm;
 };
 
 static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
@@ -250,20 +234,11 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         }
 }
 
-/* An ended task's note is forgotten, so that a task that gets its TID is
- * remembered from its own first note (pipeline_remember_noted() keeps the
- * first only). */
-static void pipeline_forget_noted(Pipeline *p, pid_t tid) {
-        for (unsigned i = 0; i < p->n_noted; i++)
-                if (p->noted[i].tid == tid)
-                        p->noted[i].tid = 0;
-}
-
 static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         Pipeline *p = ASSERT_PTR(userdata);
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
-                pipeline_forget_noted(p, ev->pid);
+                news_forget(&p->news, ev->pid); /* its TID's next task is new */
                 act_affinity_task_gone(p->act.affinity, ev->pid);
                 if (ev->pid == ev->tgid)
                         task_facts_reader_forget_process(p->facts_reader, ev->tgid);
@@ -278,139 +253,13 @@ int pipeline_notes_fd(const Pipeline *p) {
         return p ? wake_source_notes_fd(p->source) : -1;
 }
 
-/* Whether n is a task's first note (not forgotten) from less than
- * PIPELINE_NOTE_FRESH_NS before now_ns. */
-static bool noted_task_fresh(const NotedTask *n, uint64_t now_ns) {
-        return n->tid > 0 && n->ts_ns + PIPELINE_NOTE_FRESH_NS > now_ns;
-}
-
-/* tid's first note, or NULL when it was not noted (or was forgotten). */
-static const NotedTask *pipeline_find_noted(const Pipeline *p, pid_t tid) {
-        for (unsigned i = 0; i < p->n_noted; i++)
-                if (p->noted[i].tid == tid)
-                        return &p->noted[i];
-        return NULL;
-}
-
-/* When tid was first noted; 0 when it was not (or was forgotten). */
-static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
-        const NotedTask *n = pipeline_find_noted(p, tid);
-        return n ? n->ts_ns : 0;
-}
-
-/* Whether tid's first note came less than PIPELINE_NOTE_FRESH_NS before now_ns. */
-static bool pipeline_noted_fresh(const Pipeline *p, pid_t tid, uint64_t now_ns) {
-        const NotedTask *n = pipeline_find_noted(p, tid);
-        return n && noted_task_fresh(n, now_ns);
-}
-
-static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
-        if (tid <= 0 || pipeline_noted_ns(p, tid))
-                return;
-        p->noted[p->next_noted] = (NotedTask){ .tid = tid, .ts_ns = ts_ns };
-        p->next_noted = (p->next_noted + 1) % PIPELINE_NOTED_MAX;
-        p->n_noted = MIN(p->n_noted + 1, PIPELINE_NOTED_MAX);
-}
-
-/* Tasks of a new group at most that bring quick ticks while it waits to be
- * measured: a pair, a server thread with a client or two; hackbench's
- * groups of 40, which form afresh every tick, wait for the regular tick. */
-#define PIPELINE_QUICK_MAX_TASKS 4
-
-/* Seconds since its start under which a task counts as new to a note. */
-#define PIPELINE_YOUNG_SEC 10
-
-/* The start time (clock ticks since boot, field 22 of /proc/TID/stat) after
- * which a task started in the last PIPELINE_YOUNG_SEC seconds; 0 where the
- * clock cannot be read (every task young). */
+/* The start time after which a task is young (news.h), from the clock now. */
 static uint64_t pipeline_young_after(void) {
         struct timespec ts;
-        long hz = sysconf(_SC_CLK_TCK);
-        if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
-                return 0;
-        uint64_t now = (uint64_t)ts.tv_sec * (uint64_t)hz +
-                       (uint64_t)ts.tv_nsec * (uint64_t)hz / NSEC_PER_SEC,
-                 young = (uint64_t)PIPELINE_YOUNG_SEC * (uint64_t)hz;
-        return now > young ? now - young : 0;
-}
-
-/* Whether a task of start_time started after young_after (unknown: as new). */
-static bool pipeline_started_after(uint64_t start_time, uint64_t young_after) {
-        return start_time == 0 || start_time > young_after;
-}
-
-/* Whether task t started in the last PIPELINE_YOUNG_SEC seconds. */
-static bool pipeline_task_young(const WakeGraphTask *t) {
-        return pipeline_started_after(t->id.start_time, pipeline_young_after());
-}
-
-/*
- * Why a note is news, or NULL where it is not (see pipeline_dispatch_notes()):
- *   - a task the model does not know yet;
- *   - a task started in the last PIPELINE_YOUNG_SEC seconds that is in no
- *     group yet, or alone so far and now waking another: a new client (the
- *     benchmark's second sockperf session waited for the settled regular
- *     tick, 1.55 s median, while such notes were not news);
- *   - a note inside a group of at most PIPELINE_QUICK_MAX_TASKS tasks of
- *     the last plan whose tasks wake each other only one way so far (a
- *     solo group), of a young task: the other way
- *     may make it a pair. A quick tick 13 ms after a new redis client's
- *     first note saw only its wakeups of the server; the server's of the
- *     client were noted 5 ms later, and while they were not news the pair
- *     waited for a regular tick, 3 s away (1 session in 10);
- *   - a pair the last plan did not place, waiting to be measured or left
- *     to the kernel while the kernel now runs it spread, with a task first
- *     noted in the last second (a client first run on its server's CPU:
- *     redis sessions waited 3 s).
- * Not a note between old tasks in no group or in two groups, nor one inside
- * a fanout or a mesh: those are decided at regular ticks. Under hackbench,
- * whose groups form afresh every tick, such notes came most ticks, and
- * each brought a quick tick as costly as a regular one (0.69% of a CPU
- * beside 1,600 tasks where every note in no group was news). Nor, in a
- * fork storm (more than PIPELINE_YOUNG_STORM young tasks in the model), a
- * young task's first relations: hackbench's 1,600 tasks, in no group now
- * and then in their first 10 s, still brought 2 to 24 quick ticks a 10 s
- * window (0.31-0.97% of a CPU, against 0.5%; 0.26-0.43% without them).
- */
-static const char *pipeline_note_news(const Pipeline *p, const WakeNote *n) {
-        WakeGraphTask waker, wakee;
-        if (n->waker <= 0 || n->wakee <= 0)
-                return NULL; /* outside placed's PID namespace: nothing it can place */
-        if (wake_graph_get_task(p->graph, n->waker, 0, &waker) <= 0 ||
-            wake_graph_get_task(p->graph, n->wakee, 0, &wakee) <= 0)
-                return "a task the model does not know yet";
-        const PlanGroup *a = waker.group_id ? plan_find_group(p->plan, waker.group_id) : NULL;
-        const PlanGroup *b = wakee.group_id ? plan_find_group(p->plan, wakee.group_id) : NULL;
-        /* A relation too new to be a group yet, or a new relation of a task
-         * alone so far, of a task started in the last seconds: a new client.
-         * (hackbench's tasks, in no group or alone now and then, are old.) */
-        bool young = pipeline_task_young(&waker) || pipeline_task_young(&wakee);
-        /* Not in a fork storm: a new task is then one of many, whose
-         * relations the regular tick decides. */
-        bool young_news = young && !p->young_storm;
-        if (!waker.group_id || !wakee.group_id)
-                return young_news ? "a young task in no group yet" : NULL;
-        if (!a || !b)
-                return NULL;
-        if (a != b)
-                return young_news && (a->class == GROUP_SOLO || b->class == GROUP_SOLO)
-                               ? "a young task alone so far waking another"
-                               : NULL;
-        if (a->class == GROUP_SOLO) /* one way so far: the other may make it a pair */
-                return young && waker.group_size <= PIPELINE_QUICK_MAX_TASKS
-                               ? "a young task in a small group waking one way so far"
-                               : NULL;
-        if (a->class == GROUP_PAIR && a->waiting)
-                return "a pair waiting to be measured";
-        /* Only while a task of it is new to the notes: a quick tick decides
-         * the groups of tasks first noted in the last second, and an old
-         * pair handed back after a trial, noted again and again as the kernel
-         * moves it, would bring quick ticks that decide nothing. */
-        if (a->class == GROUP_PAIR && !a->managed &&
-            (pipeline_noted_fresh(p, n->waker, n->ts_ns) ||
-             pipeline_noted_fresh(p, n->wakee, n->ts_ns)))
-                return "a pair left to the kernel, now run spread";
-        return NULL;
+        if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+                return 0; /* every task young */
+        return news_young_after((uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec,
+                                sysconf(_SC_CLK_TCK));
 }
 
 int pipeline_dispatch_notes(Pipeline *p) {
@@ -418,14 +267,19 @@ int pipeline_dispatch_notes(Pipeline *p) {
         int n = wake_source_read_notes(p->source, notes, ELEMENTSOF(notes));
         if (n < 0)
                 return log_full_errno(LOG_DEBUG, n, "Reading the wake sampler's notes failed: %m");
+        NewsView v = { .graph = p->graph, .plan = p->plan, .young_after = pipeline_young_after() };
         int news = 0;
         for (int i = 0; i < n; i++) {
-                pipeline_remember_noted(p, notes[i].waker, notes[i].ts_ns);
-                pipeline_remember_noted(p, notes[i].wakee, notes[i].ts_ns);
-                const char *why = news ? NULL : pipeline_note_news(p, &notes[i]);
-                if (why) {
+                if (news) { /* the rest are remembered, not judged */
+                        news_remember(&p->news, notes[i].waker, notes[i].ts_ns);
+                        news_remember(&p->news, notes[i].wakee, notes[i].ts_ns);
+                        continue;
+                }
+                v.now_ns = notes[i].ts_ns;
+                NewsReason why = news_note(&p->news, &v, &notes[i]);
+                if (why != NEWS_NONE) {
                         log_debug("Note of %d waking %d: %s.", (int)notes[i].waker,
-                                  (int)notes[i].wakee, why);
+                                  (int)notes[i].wakee, news_reason_to_string(why));
                         news = 1;
                 }
         }
@@ -573,18 +427,43 @@ static int pipeline_facts_reserve(Pipeline *p, size_t n) {
         return 0;
 }
 
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * Which tasks noted lately are alive: sampled this tick, or there in /proc
+ * (a task whose first read was skipped, as it got the task_struct of a task
+ * that ended, is alive and not in the model). Outside a fork storm only:
+ * in one, no unknown task is pending (news.h).
+ */
+static void pipeline_sample_noted(Pipeline *p, uint64_t now_ns) {
+        pid_t fresh[NEWS_NOTED_MAX];
+        unsigned n = p->news.storm ? 0 : news_fresh(&p->news, now_ns, fresh);
+        uint32_t i;
+
+        p->n_noted_alive = 0;
+        for (unsigned k = 0; k < n; k++)
+                if (u64map_get(p->facts_index, (uint64_t)fresh[k], &i) ||
+                    task_alive(p->procfs_root, fresh[k]))
+                        p->noted_alive[p->n_noted_alive++] = fresh[k];
+        qsort(p->noted_alive, p->n_noted_alive, sizeof(pid_t), cmp_pid);
+}
+
 /* Reads the facts of every task of the wake graph, once: the rest of the tick works from them. */
-static void pipeline_sample_tasks(Pipeline *p) {
+static void pipeline_sample_tasks(Pipeline *p, uint64_t now_ns) {
         _cleanup_free_ TaskId *ids = NULL;
         size_t n = 0;
         unsigned n_young = 0;
 
         p->n_facts = 0;
+        p->n_noted_alive = 0;
+        p->young_after = pipeline_young_after();
         u64map_clear(p->facts_index);
         if (wake_graph_get_tasks(p->graph, &ids, &n) < 0 || pipeline_facts_reserve(p, n) < 0)
                 return;
         task_facts_reader_new_tick(p->facts_reader);
-        uint64_t young_after = pipeline_young_after();
         for (size_t i = 0; i < n; i++) {
                 WakeGraphTask t;
                 TaskFacts *f = &p->facts[p->n_facts];
@@ -602,16 +481,16 @@ static void pipeline_sample_tasks(Pipeline *p) {
                 (void)wake_graph_task_stats(p->graph, ids[i].tid, f->id.start_time, &c);
                 if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
                         p->n_facts++;
-                if (pipeline_started_after(f->id.start_time, young_after))
+                if (news_task_young(f->id.start_time, p->young_after))
                         n_young++;
         }
-        bool storm = n_young > PIPELINE_YOUNG_STORM;
-        if (storm != p->young_storm)
-                log_debug(storm ? "A fork storm: %u tasks started in the last %d s; their notes "
-                                  "wait for the regular tick."
-                                : "The fork storm is over (%u tasks started in the last %d s).",
-                          n_young, PIPELINE_YOUNG_SEC);
-        p->young_storm = storm;
+        if (news_set_storm(&p->news, n_young) > 0)
+                log_debug(p->news.storm ? "A fork storm: %u tasks started in the last %d s; their "
+                                          "notes wait for the regular tick."
+                                        : "The fork storm is over (%u tasks started in the last "
+                                          "%d s).",
+                          n_young, NEWS_YOUNG_SEC);
+        pipeline_sample_noted(p, now_ns);
         /* The next read's task iterator reports these (and its edges' ends) alone. */
         (void)wake_source_watch(p->source, ids, n);
 }
@@ -672,7 +551,7 @@ static void pipeline_sample(Pipeline *p, const PipelineEnv *env, uint64_t now_ns
                 if (wake_source_get_cost(p->source, &c) > 0)
                         p->cost = c;
         }
-        pipeline_sample_tasks(p);
+        pipeline_sample_tasks(p, now_ns);
         pipeline_sample_cpus(p, env->topo, now_ns);
 }
 
@@ -756,62 +635,6 @@ static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env
         return v;
 }
 
-/*
- * Wakeups a second under which a group is not worth quick ticks: packing a
- * pair saves it a cross-CPU wakeup and an idle exit per hand-off, some
- * microseconds; under a thousand a second that is under 1% of a CPU, which
- * a second's wait for the next regular tick does not lose, while quick ticks
- * for thousands of such light groups (a server's connection pool) would cost
- * placed several times its regular ticks.
- */
-#define PIPELINE_QUICK_MIN_RATE 1000.0
-
-static bool group_worth_quick(const Group *g) {
-        return MAX(g->wake_rate, g->handoff_rate) >= PIPELINE_QUICK_MIN_RATE;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-/*
- * A quick tick's focus (policy.h, "Quick ticks"): the groups it was brought
- * forward for. Those with a task noted in the last second (a new edge
- * became a run across CPUs: its rate, measured over the short window since,
- * may not show it yet), and those busy enough for quick ticks that are new,
- * waiting to be measured or on trial. The others keep their entries, so
- * their dwell and trials move on regular ticks only, as before quick ticks.
- * Return: a bool per group (owned), NULL where there is none to give (a
- * regular tick, the first tick, or out of memory: every group is decided).
- */
-static bool *pipeline_focus(const Pipeline *p, const Plan *prev, const Group *groups, unsigned n,
-                            TickKind kind, bool advise, uint64_t now_ns) {
-        if (kind != TICK_QUICK || !prev || n == 0)
-                return NULL;
-        bool *focus = calloc(n, sizeof(bool));
-        uint64_t noted[PIPELINE_NOTED_MAX];
-        unsigned n_noted = 0;
-        if (!focus)
-                return NULL;
-        for (unsigned i = 0; i < p->n_noted; i++) {
-                WakeGraphTask t;
-                if (noted_task_fresh(&p->noted[i], now_ns) &&
-                    wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) > 0 && t.group_id)
-                        noted[n_noted++] = t.group_id;
-        }
-        qsort(noted, n_noted, sizeof(noted[0]), cmp_u64);
-        for (unsigned i = 0; i < n; i++) {
-                const PlanGroup *was = plan_find_group(prev, groups[i].id);
-                bool unsettled =
-                        !was || was->waiting || (!advise && was->trial.verdict == TRIAL_RUNNING);
-                focus[i] =
-                        (unsettled && group_worth_quick(&groups[i])) ||
-                        bsearch(&groups[i].id, noted, n_noted, sizeof(noted[0]), cmp_u64) != NULL;
-        }
-        return focus;
-}
-
 static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups,
                            const CpuSet *limits, unsigned n, uint64_t now_ns, TickKind kind,
                            Plan **ret) {
@@ -826,7 +649,12 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
         free(p->rules);
         p->rules = pipeline_group_rules(p, env, groups, n);
         p->n_rules = p->rules ? n : 0;
-        _cleanup_free_ bool *focus = pipeline_focus(p, prev, groups, n, kind, env->advise, now_ns);
+        /* A quick tick decides its focus; a regular one, or the first, all. */
+        _cleanup_free_ bool *focus = NULL;
+        if (kind == TICK_QUICK && prev && n > 0) {
+                NewsView v = { .graph = p->graph, .plan = prev, .now_ns = now_ns };
+                focus = news_focus(&p->news, &v, groups, n, env->advise);
+        }
         if (focus) {
                 unsigned k = 0;
                 for (unsigned i = 0; i < n; i++)
@@ -1086,7 +914,7 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
                         continue;
                 uint64_t first = 0;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
-                        uint64_t t = pipeline_noted_ns(p, groups[i].tasks[k].tid);
+                        uint64_t t = news_noted_ns(&p->news, groups[i].tasks[k].tid);
                         first = MAX(first, t);
                 }
                 PlanGroup *pg = &plan->groups[found - plan->groups];
@@ -1100,73 +928,6 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
                         snprintf(pg->reason + len, sizeof(pg->reason) - len,
                                  "; placed at a %s tick", tick_kind_to_string(kind));
         }
-}
-
-/*
- * Whether a task noted in the last second is in a pair waiting to be
- * measured, however light it looked over the window since its note (a
- * client's first wakeups), or is young and in a group of at most
- * PIPELINE_QUICK_MAX_TASKS tasks that wakes only one way so far (its other
- * way not in the window yet), or is young and in no group yet, outside a
- * fork storm: no second note comes for the same edge on that CPU while its
- * run goes on. A regular tick 5 ms after a new pgbench client's first note
- * (the settled tick, due then) saw its 32 wakeups over 3 s, too few for a
- * group, and nothing new came until the next one, 2.5 s later (1 session
- * in 30). A task that ended leaves the model at the next tick's sample.
- */
-static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t now_ns) {
-        for (unsigned i = 0; i < p->n_noted; i++) {
-                if (!noted_task_fresh(&p->noted[i], now_ns))
-                        continue; /* ended, or noted over a second ago */
-                WakeGraphTask t;
-                if (wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) <= 0) {
-                        /* Not in the model yet, and alive: its first read was
-                         * skipped, as it got the task_struct of a task that
-                         * ended (a new redis client, 3 sessions in 30 waited
-                         * 1.1 s for the next tick). One that ended is gone from
-                         * /proc, where no proc connector says so (in a PID
-                         * namespace its note kept quick ticks coming). */
-                        if (!p->young_storm && task_alive(p->procfs_root, p->noted[i].tid))
-                                return true;
-                        continue;
-                }
-                const PlanGroup *pg = t.group_id ? plan_find_group(plan, t.group_id) : NULL;
-                if (pg && pg->class == GROUP_PAIR && pg->waiting)
-                        return true;
-                if (pg && pg->class == GROUP_SOLO && t.group_size <= PIPELINE_QUICK_MAX_TASKS &&
-                    pipeline_task_young(&t))
-                        return true;
-                if (!t.group_id && !p->young_storm && pipeline_task_young(&t))
-                        return true;
-        }
-        return false;
-}
-
-/* Whether a busy enough group of at most PIPELINE_QUICK_MAX_TASKS tasks
- * waits to be measured, or a busy enough group is on trial (and not advised
- * only). A bigger new group waits for the regular tick: hackbench's form
- * afresh every tick. */
-static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsigned n,
-                                  const Plan *plan, bool advise, uint64_t now_ns) {
-        for (unsigned i = 0; i < n; i++) {
-                const PlanGroup *pg = plan_find_group(plan, groups[i].id);
-                if (pg &&
-                    ((pg->waiting && groups[i].n_tasks <= PIPELINE_QUICK_MAX_TASKS) ||
-                     (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
-                    group_worth_quick(&groups[i]))
-                        return true;
-        }
-        return false;
-}
-
-/* Whether no group waits to be measured or is on trial (advised trials are never judged). */
-static bool pipeline_plan_settled(const Plan *plan, bool advise) {
-        for (unsigned i = 0; i < plan->n_groups; i++) {
-                const PlanGroup *pg = &plan->groups[i];
-                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING))
-                        return false;
-        }
-        return true;
 }
 
 /* Logs each group whose placement changed since the last plan. Return: how many. */
@@ -1306,10 +1067,15 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_apply(p, env, groups, n, plan);
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
-        bool quick_soon = pipeline_notes_pending(p, plan, now_ns);
-        bool quick_wanted =
-                quick_soon || pipeline_quick_wanted(p, groups, n, plan, env->advise, now_ns);
-        bool settled = pipeline_plan_settled(plan, env->advise);
+        NewsView news = { .graph = p->graph,
+                          .plan = plan,
+                          .now_ns = now_ns,
+                          .young_after = p->young_after,
+                          .alive = p->noted_alive,
+                          .n_alive = p->n_noted_alive };
+        bool quick_soon = news_pending(&p->news, &news, NULL) != NEWS_NONE;
+        bool quick_wanted = quick_soon || news_quick_wanted(groups, n, plan, env->advise);
+        bool settled = news_plan_settled(plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
         ret->quick_soon = quick_soon;
