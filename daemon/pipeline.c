@@ -1144,9 +1144,3 @@ static const char *const tick_stage_table[_TICK_STAGE_MAX] = {
         [TICK_STAGE_APPLY] = "apply",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(tick_stage, TickStage);
-
-static const char *const tick_kind_table[_TICK_KIND_MAX] = {
-        [TICK_REGULAR] = "regular",
-        [TICK_QUICK] = "quick",
-};
-DEFINE_STRING_TABLE_LOOKUP_TO_STRING(tick_kind, TickKind);
