@@ -2,9 +2,10 @@
 /*
  * One tick of placed, readable top to bottom in pipeline_tick():
  *
- *     pipeline_sample();   wakeups since the last tick, per-CPU busy time and
+ *     tick_sample_read();  wakeups since the last tick, per-CPU busy time and
  *                          idle states, and each task's facts (task-facts.h),
  *                          read once: nothing later reads a task again
+ *                          (tick-sample.h)
  *     pipeline_model();    decayed wake graph -> classified groups, with the
  *                          CPUs their members' cpusets allow
  *     pipeline_filter();   which tasks are placed's to touch: not kernel
@@ -18,7 +19,12 @@
  *                          mode the actuators only report
  *
  * and returns what it produced (TickResult) to the manager, which publishes
- * it (D-Bus, status): the pipeline knows neither the manager nor the bus.
+ * it (D-Bus, status) and asks the tick clock (tick-clock.h) when the next
+ * tick comes: the pipeline knows neither the manager nor the bus. What is
+ * new (news.h) is judged at each note (pipeline_dispatch_notes()), in a
+ * quick tick's focus, and after apply, for the next tick. Out of memory in
+ * the sample or the decision stops the tick before apply: every placement
+ * stays as it was.
  *
  * Errors from actuators are sorted like irqbalance does: transient ones (a
  * task that exited, a busy file) are retried next tick without noise;
@@ -51,6 +57,7 @@
 #include "rules.h"
 #include "string-table.h"
 #include "task-facts.h"
+#include "tick-sample.h"
 #include "wake-graph.h"
 #include "wake-source.h"
 
@@ -62,22 +69,8 @@ struct Pipeline {
         const char *wake_source; /* name of the open wake source, "none" */
 
         WakeSource *source; /* NULL: no sampler could be opened */
-        WakeBatch batch;
         WakeGraph *graph;
-        WakeSourceCost cost;
-        double sampler_ns_per_wakeup;
-
-        CpuStat *cpustat;
-        IdleSampler *idle;
-        CpuLoad *loads; /* indexed by CPU, n_loads (topo->n_cpus) entries */
-        unsigned n_loads;
-        IdleCpuStats *idle_stats; /* indexed by CPU: idle_sampler_n_cpus(), else n_cpus entries */
-        unsigned n_idle_stats;
-        uint64_t last_cpus_ns; /* when the per-CPU figures were last sampled */
-        EnergyModel energy_model;
-        EnergyEstimate energy;
-        EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
-        double rapl_watts;
+        TickSample sample; /* this tick's: wakeups, per-CPU figures, each task's facts */
 
         Actuators act; /* affinity, idle states, slices (actuator.h) */
 
@@ -88,9 +81,6 @@ struct Pipeline {
 
         /* The notes' first times and the fork storm: what is new (news.h). */
         News news;
-        uint64_t young_after;              /* this tick's (news_young_after()) */
-        pid_t noted_alive[NEWS_NOTED_MAX]; /* noted lately and alive this tick: sorted */
-        size_t n_noted_alive;
 
         TaskId *managed; /* tasks whose affinity placed set (owned) */
         unsigned n_managed;
@@ -99,15 +89,6 @@ struct Pipeline {
 
         ProcEvents *procev; /* NULL: exits are noticed on the tick only */
         uint64_t n_adopted; /* children that inherited a mask placed set */
-
-        /* This tick's sample: the facts of each task of the wake graph. */
-        TaskFactsReader *facts_reader;
-        TaskFacts *facts;       /* owned, n_facts used of cap_facts */
-        bool *placeable;        /* owned, parallel to facts: passed this tick's filters */
-        const Rule **task_rule; /* owned, parallel to facts: the first rule it matches, or NULL */
-        size_t n_facts, cap_facts;
-        U64Map *facts_index; /* tid -> index in facts */
-        pid_t self_pid;
 };
 
 static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
@@ -190,7 +171,7 @@ static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
         }
         log_info("Wake sampler: %s.", reason ? reason : wake_source_name(p->source));
         p->wake_source = wake_source_name(p->source);
-        task_facts_reader_set_kernel(p->facts_reader, pipeline_kernel_task, p);
+        task_facts_reader_set_kernel(p->sample.facts_reader, pipeline_kernel_task, p);
 }
 
 static bool tgid_managed(const Pipeline *p, pid_t tgid) {
@@ -241,9 +222,9 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
                 news_forget(&p->news, ev->pid); /* its TID's next task is new */
                 act_affinity_task_gone(p->act.affinity, ev->pid);
                 if (ev->pid == ev->tgid)
-                        task_facts_reader_forget_process(p->facts_reader, ev->tgid);
+                        task_facts_reader_forget_process(p->sample.facts_reader, ev->tgid);
         } else if (ev->type == PROC_EVENT_EXEC)
-                task_facts_reader_forget_process(p->facts_reader, ev->tgid);
+                task_facts_reader_forget_process(p->sample.facts_reader, ev->tgid);
         else if (ev->type == PROC_EVENT_FORK)
                 pipeline_adopt(p, ev);
         return 0;
@@ -253,21 +234,14 @@ int pipeline_notes_fd(const Pipeline *p) {
         return p ? wake_source_notes_fd(p->source) : -1;
 }
 
-/* The start time after which a task is young (news.h), from the clock now. */
-static uint64_t pipeline_young_after(void) {
-        struct timespec ts;
-        if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
-                return 0; /* every task young */
-        return news_young_after((uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec,
-                                sysconf(_SC_CLK_TCK));
-}
-
 int pipeline_dispatch_notes(Pipeline *p) {
         WakeNote notes[PIPELINE_NOTES_READ];
         int n = wake_source_read_notes(p->source, notes, ELEMENTSOF(notes));
         if (n < 0)
                 return log_full_errno(LOG_DEBUG, n, "Reading the wake sampler's notes failed: %m");
-        NewsView v = { .graph = p->graph, .plan = p->plan, .young_after = pipeline_young_after() };
+        NewsView v = { .graph = p->graph,
+                       .plan = p->plan,
+                       .young_after = tick_sample_young_after() };
         int news = 0;
         for (int i = 0; i < n; i++) {
                 if (news) { /* the rest are remembered, not judged */
@@ -315,52 +289,23 @@ static void pipeline_open_proc_events(Pipeline *p) {
                                  : "");
 }
 
-static bool pipeline_has_states(const Pipeline *p) {
-        for (unsigned cpu = 0; cpu < idle_sampler_n_cpus(p->idle); cpu++)
-                if (idle_sampler_cpu(p->idle, cpu)->n_states > 0)
-                        return true;
-        return false;
-}
-
 int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
         Pipeline *p = calloc(1, sizeof(*p));
         int r;
 
         if (!p)
                 return log_error_errno(ENOMEM, "Out of memory.");
-        p->loads = calloc(env->topo->n_cpus, sizeof(*p->loads));
-        p->n_loads = env->topo->n_cpus;
-        if (!p->loads) {
-                free(p);
-                return log_error_errno(ENOMEM, "Out of memory.");
+        r = tick_sample_init(&p->sample, env->topo, env->procfs_root, env->sysfs_root);
+        if (r < 0) {
+                pipeline_free(p);
+                return r;
         }
-
-        _cleanup_free_ char *cgroup = NULL;
-        (void)actuator_find_cpuset_root(env->procfs_root, &cgroup);
         r = wake_graph_new(NULL, &p->graph);
-        if (r >= 0)
-                r = u64map_new(&p->facts_index);
-        if (r >= 0)
-                r = task_facts_reader_new(env->procfs_root, cgroup, &p->facts_reader);
-        if (r >= 0)
-                r = cpustat_new(env->procfs_root, &p->cpustat);
         if (r < 0) {
                 pipeline_free(p);
                 return log_error_errno(r, "Failed to set up the model: %m");
         }
-        if (idle_sampler_new(env->sysfs_root, NULL, &p->idle) >= 0 && !pipeline_has_states(p))
-                p->idle = idle_sampler_free(p->idle); /* no driver: plain HLT */
-        if (!p->idle)
-                log_info("No cpuidle states under \"%s\": per-CPU figures are busy time and "
-                         "interrupts.",
-                         env->sysfs_root);
-        p->n_idle_stats = p->idle ? idle_sampler_n_cpus(p->idle) : env->topo->n_cpus;
-        p->idle_stats = calloc(p->n_idle_stats, sizeof(*p->idle_stats));
-        energy_model_init(&p->energy_model);
-        (void)energy_rapl_open(env->sysfs_root, &p->rapl);
-
         p->procfs_root = env->procfs_root;
-        p->self_pid = getpid();
         p->wake_source = "none";
         r = pipeline_open_actuators(p, env);
         if (r < 0) {
@@ -379,210 +324,14 @@ Pipeline *pipeline_free(Pipeline *p) {
         pipeline_close_actuators(p);
         pipeline_close_proc_events(p);
         wake_source_free(p->source);
-        wake_batch_done(&p->batch);
         wake_graph_free(p->graph);
-        cpustat_free(p->cpustat);
-        idle_sampler_free(p->idle);
-        free(p->idle_stats);
-        energy_rapl_free(p->rapl);
+        tick_sample_done(&p->sample);
         plan_free(p->plan);
-        free(p->loads);
         free(p->managed);
         free(p->managed_tgids);
-        u64map_free(p->facts_index);
-        task_facts_reader_free(p->facts_reader);
-        free(p->facts);
-        free(p->placeable);
-        free(p->task_rule);
         free(p->rules);
         free(p);
         return NULL;
-}
-
-/* This tick's facts about tid, if it is the task id names; NULL otherwise. */
-static const TaskFacts *pipeline_facts(const Pipeline *p, const TaskId *id) {
-        uint32_t i;
-        if (!u64map_get(p->facts_index, (uint64_t)id->tid, &i) || i >= p->n_facts)
-                return NULL;
-        const TaskFacts *t = &p->facts[i];
-        return id->start_time == 0 || task_facts_is(t, id) ? t : NULL;
-}
-
-static int pipeline_facts_reserve(Pipeline *p, size_t n) {
-        if (n <= p->cap_facts)
-                return 0;
-        TaskFacts *grown = reallocarray(p->facts, n, sizeof(*grown));
-        if (!grown)
-                return -ENOMEM;
-        p->facts = grown;
-        bool *flags = reallocarray(p->placeable, n, sizeof(*flags));
-        if (!flags)
-                return -ENOMEM;
-        p->placeable = flags;
-        const Rule **rules = reallocarray(p->task_rule, n, sizeof(*rules));
-        if (!rules)
-                return -ENOMEM;
-        p->task_rule = rules;
-        p->cap_facts = n;
-        return 0;
-}
-
-static int cmp_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-/*
- * Which tasks noted lately are alive: sampled this tick, or there in /proc
- * (a task whose first read was skipped, as it got the task_struct of a task
- * that ended, is alive and not in the model). Outside a fork storm only:
- * in one, no unknown task is pending (news.h).
- */
-static void pipeline_sample_noted(Pipeline *p, uint64_t now_ns) {
-        pid_t fresh[NEWS_NOTED_MAX];
-        unsigned n = p->news.storm ? 0 : news_fresh(&p->news, now_ns, fresh);
-        uint32_t i;
-
-        p->n_noted_alive = 0;
-        for (unsigned k = 0; k < n; k++)
-                if (u64map_get(p->facts_index, (uint64_t)fresh[k], &i) ||
-                    task_alive(p->procfs_root, fresh[k]))
-                        p->noted_alive[p->n_noted_alive++] = fresh[k];
-        qsort(p->noted_alive, p->n_noted_alive, sizeof(pid_t), cmp_pid);
-}
-
-/* Reads the facts of every task of the wake graph, once: the rest of the tick works from them. */
-static void pipeline_sample_tasks(Pipeline *p, uint64_t now_ns) {
-        _cleanup_free_ TaskId *ids = NULL;
-        size_t n = 0;
-        unsigned n_young = 0;
-
-        p->n_facts = 0;
-        p->n_noted_alive = 0;
-        p->young_after = pipeline_young_after();
-        u64map_clear(p->facts_index);
-        if (wake_graph_get_tasks(p->graph, &ids, &n) < 0 || pipeline_facts_reserve(p, n) < 0)
-                return;
-        task_facts_reader_new_tick(p->facts_reader);
-        for (size_t i = 0; i < n; i++) {
-                WakeGraphTask t;
-                TaskFacts *f = &p->facts[p->n_facts];
-                pid_t tgid = wake_graph_get_task(p->graph, ids[i].tid, 0, &t) > 0 ? t.tgid : 0;
-                int r = task_facts_read(p->facts_reader, tgid, ids[i].tid, f);
-                if (r < 0) {
-                        /* Gone (or unreadable): forget it now rather than in ten seconds. */
-                        wake_graph_task_exit(p->graph, ids[i].tid);
-                        continue;
-                }
-                WakeTaskCounters c = { .run_ns = f->run_ns,
-                                       .run_delay_ns = f->run_delay_ns,
-                                       .timeslices = f->timeslices,
-                                       .io_bytes = f->io_bytes };
-                (void)wake_graph_task_stats(p->graph, ids[i].tid, f->id.start_time, &c);
-                if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
-                        p->n_facts++;
-                if (news_task_young(f->id.start_time, p->young_after))
-                        n_young++;
-        }
-        if (news_set_storm(&p->news, n_young) > 0)
-                log_debug(p->news.storm ? "A fork storm: %u tasks started in the last %d s; their "
-                                          "notes wait for the regular tick."
-                                        : "The fork storm is over (%u tasks started in the last "
-                                          "%d s).",
-                          n_young, NEWS_YOUNG_SEC);
-        pipeline_sample_noted(p, now_ns);
-        /* The next read's task iterator reports these (and its edges' ends) alone. */
-        (void)wake_source_watch(p->source, ids, n);
-}
-
-/*
- * A CPU whose /proc/stat counters did not move since the last tick (a tick
- * shorter than one of its jiffies) tells nothing new: its figures of the tick
- * before stand, rather than a CPU that looks idle or drops out of the
- * published series for a tick.
- */
-static void pipeline_sample_cpus(Pipeline *p, const Topology *topo, uint64_t now_ns) {
-        IdleCpuStats st;
-        if (cpustat_refresh(p->cpustat) >= 0)
-                for (unsigned cpu = 0; cpu < topo->n_cpus; cpu++) {
-                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        if (!cpustat_no_news(c))
-                                p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
-                }
-        if (!p->idle_stats)
-                ;
-        else if (p->idle && idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC) > 0) {
-                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++) {
-                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        if (idle_cpu_derive(idle_sampler_cpu(p->idle, cpu), c, &st) > 0 ||
-                            !cpustat_no_news(c))
-                                p->idle_stats[cpu] = st;
-                }
-                (void)energy_estimate(&p->energy_model, p->idle, p->idle_stats, p->n_idle_stats,
-                                      &p->energy);
-        } else if (!p->idle && cpustat_refresh_irqs(p->cpustat) > 0) {
-                /* No cpuidle driver: busy time, and interrupts as the wakeups. */
-                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++) {
-                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        if (idle_cpu_derive_stateless(c, (now_ns - p->last_cpus_ns) / NSEC_PER_USEC,
-                                                      &st) > 0 ||
-                            !cpustat_no_news(c))
-                                p->idle_stats[cpu] = st;
-                }
-                (void)energy_estimate(&p->energy_model, NULL, p->idle_stats, p->n_idle_stats,
-                                      &p->energy);
-        }
-        p->last_cpus_ns = now_ns;
-        if (p->rapl)
-                (void)energy_rapl_refresh(p->rapl, now_ns / NSEC_PER_USEC, &p->rapl_watts);
-}
-
-static void pipeline_sample(Pipeline *p, const PipelineEnv *env, uint64_t now_ns) {
-        if (p->source) {
-                int r = wake_source_read(p->source, now_ns, &p->batch);
-                if (r < 0)
-                        log_debug("Reading the wake sampler failed: %s", strerror(-r));
-                (void)wake_graph_ingest(p->graph, &p->batch, now_ns);
-
-                WakeSourceCost c;
-                if (wake_source_get_cost(p->source, &c) > 0 && c.run_cnt > p->cost.run_cnt)
-                        p->sampler_ns_per_wakeup = (double)(c.run_time_ns - p->cost.run_time_ns) /
-                                                   (double)(c.run_cnt - p->cost.run_cnt);
-                if (wake_source_get_cost(p->source, &c) > 0)
-                        p->cost = c;
-        }
-        pipeline_sample_tasks(p, now_ns);
-        pipeline_sample_cpus(p, env->topo, now_ns);
-}
-
-/*
- * Where each group's tasks may run now and where they ran during the tick,
- * as sampled; and the CPUs its members' cpusets allow all of them (limit),
- * the policy's bound: the CPUs common to every member's cpuset, or where
- * the members' cpusets share none, all of their CPUs (each member is then
- * clamped to its own by the actuator). Unknown cpusets bound nothing.
- */
-static void pipeline_fill_group_cpus(const Pipeline *p, const Topology *topo, Group *g,
-                                     CpuSet *limit) {
-        CpuSet common = topo->online, any;
-        cpuset_zero(&g->cpus);
-        cpuset_zero(&g->ran_on);
-        cpuset_zero(&any);
-        for (unsigned i = 0; i < g->n_tasks; i++) {
-                const TaskFacts *t = pipeline_facts(p, &g->tasks[i]);
-                if (!t)
-                        continue;
-                if (t->processor >= 0)
-                        cpuset_set(&g->ran_on, t->processor);
-                cpuset_or(&g->cpus, &g->cpus, &t->allowed);
-                if (cpuset_is_empty(&t->cpuset_cpus))
-                        continue;
-                cpuset_and(&common, &common, &t->cpuset_cpus);
-                cpuset_or(&any, &any, &t->cpuset_cpus);
-        }
-        *limit = !cpuset_is_empty(&common) ? common : any;
-        if (cpuset_is_empty(limit))
-                *limit = topo->online;
 }
 
 static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Group **ret,
@@ -598,7 +347,7 @@ static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Gr
                 return -ENOMEM;
         }
         for (unsigned i = 0; i < n; i++)
-                pipeline_fill_group_cpus(p, topo, &groups[i], &limits[i]);
+                tick_sample_fill_group_cpus(&p->sample, topo, &groups[i], &limits[i]);
         *ret = groups;
         *ret_limits = limits;
         *ret_n = n;
@@ -624,8 +373,8 @@ static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env
                 if (!matched)
                         continue;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
-                        const TaskFacts *t = pipeline_facts(p, &groups[i].tasks[k]);
-                        matched[k] = t ? p->task_rule[t - p->facts] : NULL;
+                        const TaskFacts *t = tick_sample_facts(&p->sample, &groups[i].tasks[k]);
+                        matched[k] = t ? p->sample.task_rule[t - p->sample.facts] : NULL;
                 }
                 rules_group_decide(set, matched, groups[i].n_tasks, &v[i]);
                 ids[i] = groups[i].id;
@@ -668,7 +417,7 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
                 .groups = groups,
                 .n_groups = n,
                 .group_limits = limits,
-                .loads = p->loads,
+                .loads = p->sample.loads,
                 .n_loads = env->topo->n_cpus,
                 .profile = env->profile,
                 .prev = prev,
@@ -701,25 +450,25 @@ static void pipeline_rule_subject(const TaskFacts *t, RuleSubject *ret) {
  */
 static void pipeline_filter(Pipeline *p, const PipelineEnv *env) {
         const RuleSet *set = &env->config->rules;
-        for (size_t i = 0; i < p->n_facts; i++) {
-                const TaskFacts *t = &p->facts[i];
-                TaskOwner owner = task_facts_owner(t, p->self_pid);
+        for (size_t i = 0; i < p->sample.n_facts; i++) {
+                const TaskFacts *t = &p->sample.facts[i];
+                TaskOwner owner = task_facts_owner(t, p->sample.self_pid);
                 RuleSubject s;
                 pipeline_rule_subject(t, &s);
-                p->task_rule[i] = owner == TASK_OWNER_PLACED ? rules_match(set, &s) : NULL;
-                p->placeable[i] =
-                        owner == TASK_OWNER_PLACED &&
-                        !(p->task_rule[i] && p->task_rule[i]->action == RULE_ACTION_IGNORE);
+                p->sample.task_rule[i] = owner == TASK_OWNER_PLACED ? rules_match(set, &s) : NULL;
+                p->sample.placeable[i] = owner == TASK_OWNER_PLACED &&
+                                         !(p->sample.task_rule[i] &&
+                                           p->sample.task_rule[i]->action == RULE_ACTION_IGNORE);
         }
 }
 
 /* This tick's facts about the task id names if it passed the filters, else NULL. */
 static const TaskFacts *pipeline_placeable(const Pipeline *p, const TaskId *id) {
-        const TaskFacts *t = pipeline_facts(p, id);
+        const TaskFacts *t = tick_sample_facts(&p->sample, id);
         if (!t)
                 return NULL; /* unknown now: leave it alone */
-        if (!p->placeable[t - p->facts]) {
-                TaskOwner owner = task_facts_owner(t, p->self_pid);
+        if (!p->sample.placeable[t - p->sample.facts]) {
+                TaskOwner owner = task_facts_owner(t, p->sample.self_pid);
                 log_debug("Task %d left alone: %s.", (int)id->tid,
                           owner == TASK_OWNER_PLACED ? "ignored by a rule"
                                                      : strna(task_owner_to_string(owner)));
@@ -1051,7 +800,10 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
                         return r;
         }
 
-        pipeline_sample(p, env, now_ns);
+        r = tick_sample_read(&p->sample, p->source, p->graph, &p->news, env->topo, now_ns);
+        if (r < 0)
+                return log_warning_errno(
+                        r, "Sampling the tasks failed, nothing is decided this tick: %m");
         pipeline_stage_done(stage_usec, TICK_STAGE_SAMPLE, &mark);
         r = pipeline_model(p, env->topo, now_ns, &groups, &limits, &n);
         if (r < 0)
@@ -1070,9 +822,9 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         NewsView news = { .graph = p->graph,
                           .plan = plan,
                           .now_ns = now_ns,
-                          .young_after = p->young_after,
-                          .alive = p->noted_alive,
-                          .n_alive = p->n_noted_alive };
+                          .young_after = p->sample.young_after,
+                          .alive = p->sample.noted_alive,
+                          .n_alive = p->sample.n_noted_alive };
         bool quick_soon = news_pending(&p->news, &news, NULL) != NEWS_NONE;
         bool quick_wanted = quick_soon || news_quick_wanted(groups, n, plan, env->advise);
         bool settled = news_plan_settled(plan, env->advise);
@@ -1084,7 +836,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
         log_debug("Tick: %zu tasks, %u groups, %s; CPU time: sample %" PRIu64 " us, model %" PRIu64
                   " us, decide %" PRIu64 " us, apply %" PRIu64 " us.",
-                  p->n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],
+                  p->sample.n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],
                   stage_usec[TICK_STAGE_MODEL], stage_usec[TICK_STAGE_DECIDE],
                   stage_usec[TICK_STAGE_APPLY]);
         return 0;
@@ -1102,8 +854,8 @@ const Plan *pipeline_plan(const Pipeline *p) {
 }
 
 const CpuLoad *pipeline_loads(const Pipeline *p, unsigned *ret_n) {
-        *ret_n = p ? p->n_loads : 0;
-        return p ? p->loads : NULL;
+        *ret_n = p ? p->sample.n_loads : 0;
+        return p ? p->sample.loads : NULL;
 }
 
 const char *pipeline_wake_source(const Pipeline *p) {
@@ -1111,21 +863,21 @@ const char *pipeline_wake_source(const Pipeline *p) {
 }
 
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p) {
-        return p ? p->sampler_ns_per_wakeup : 0;
+        return p ? p->sample.sampler_ns_per_wakeup : 0;
 }
 
 const IdleCpuStats *pipeline_idle_stats(const Pipeline *p, unsigned *ret_n) {
-        *ret_n = p && p->idle_stats ? p->n_idle_stats : 0;
-        return *ret_n ? p->idle_stats : NULL;
+        *ret_n = p && p->sample.idle_stats ? p->sample.n_idle_stats : 0;
+        return *ret_n ? p->sample.idle_stats : NULL;
 }
 
 const IdleSampler *pipeline_idle_sampler(const Pipeline *p) {
-        return p ? p->idle : NULL;
+        return p ? p->sample.idle : NULL;
 }
 
 void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *ret_rapl_watts) {
-        *ret_estimate = p ? p->energy : (EnergyEstimate){ 0 };
-        *ret_rapl_watts = p && p->rapl ? p->rapl_watts : -1;
+        *ret_estimate = p ? p->sample.energy : (EnergyEstimate){ 0 };
+        *ret_rapl_watts = p && p->sample.rapl ? p->sample.rapl_watts : -1;
 }
 
 const GroupRule *pipeline_group_rules_of(const Pipeline *p, unsigned *ret_n) {
