@@ -357,31 +357,34 @@ static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Gr
 /*
  * Each group's rule decision: of the rules its members matched in the
  * filter, the strongest, and pack-with linked to the partner's group.
- * Return: the array (parallel to groups), or NULL without rules or memory.
+ * Return: 0 and *ret (parallel to groups; NULL without rules), -ENOMEM.
  */
-static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env,
-                                       const Group *groups, unsigned n) {
+static int pipeline_group_rules(const Pipeline *p, const PipelineEnv *env, const Group *groups,
+                                unsigned n, GroupRule **ret) {
         const RuleSet *set = &env->config->rules;
-        if (set->n_rules == 0 || n == 0)
-                return NULL;
-        GroupRule *v = calloc(n, sizeof(*v));
+        if (set->n_rules == 0 || n == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        _cleanup_free_ GroupRule *v = calloc(n, sizeof(*v));
         _cleanup_free_ uint64_t *ids = calloc(n, sizeof(*ids));
         if (!v || !ids)
-                return mfree(v);
+                return -ENOMEM;
         for (unsigned i = 0; i < n; i++) {
-                const Rule **matched = calloc(MAX(groups[i].n_tasks, 1u), sizeof(*matched));
+                _cleanup_free_ const Rule **matched =
+                        calloc(MAX(groups[i].n_tasks, 1u), sizeof(*matched));
                 if (!matched)
-                        continue;
+                        return -ENOMEM;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
                         const TaskFacts *t = tick_sample_facts(&p->sample, &groups[i].tasks[k]);
                         matched[k] = t ? p->sample.task_rule[t - p->sample.facts] : NULL;
                 }
                 rules_group_decide(set, matched, groups[i].n_tasks, &v[i]);
                 ids[i] = groups[i].id;
-                free(matched);
         }
         rules_link_partners(ids, v, n);
-        return v;
+        *ret = TAKE_PTR(v);
+        return 0;
 }
 
 static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups,
@@ -395,9 +398,13 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
         if (!lp && profile_defaults("latency-first", &latency) >= 0)
                 lp = &latency;
 
+        GroupRule *rules;
+        int r = pipeline_group_rules(p, env, groups, n, &rules);
+        if (r < 0)
+                return r; /* the last tick's stand, as its groups do */
         free(p->rules);
-        p->rules = pipeline_group_rules(p, env, groups, n);
-        p->n_rules = p->rules ? n : 0;
+        p->rules = rules;
+        p->n_rules = rules ? n : 0;
         /* A quick tick decides its focus; a regular one, or the first, all. */
         _cleanup_free_ bool *focus = NULL;
         if (kind == TICK_QUICK && prev && n > 0) {
