@@ -306,56 +306,31 @@ static int manager_load_config(Manager *m, Config *ret, char **err) {
 
 static void manager_on_tick(void *userdata) {
         Manager *m = ASSERT_PTR(userdata);
-        manager_tick(m, m->next_tick_kind);
+        manager_tick(m, m->tick_clock.next_kind);
 }
 
-/* A note's news waits this long, so the other direction's note joins it. */
-#define MANAGER_NOTE_DELAY_USEC (10 * USEC_PER_MSEC)
-
-/*
- * The quick ticks' budget, a token bucket: quick_ticks_per_sec tokens a
- * second, at most twice that kept; a quick tick takes one. Return: the
- * tokens now.
- */
-static double manager_quick_budget(Manager *m, uint64_t now) {
-        double rate = m->config.quick_ticks_per_sec;
-        if (m->quick_tokens_usec == 0)
-                m->quick_tokens = 2 * rate;
-        else if (now > m->quick_tokens_usec)
-                m->quick_tokens = MIN(
-                        2 * rate, m->quick_tokens + rate * (double)(now - m->quick_tokens_usec) /
-                                                            USEC_PER_SEC);
-        m->quick_tokens_usec = now;
-        return m->quick_tokens;
+/* What the tick clock keeps to, from the configuration in force. */
+static TickClockConfig manager_tick_clock_config(const Manager *m) {
+        return (TickClockConfig){
+                .period_usec = (uint64_t)m->interval_ms * USEC_PER_MSEC,
+                .quick_usec = (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC,
+                .quick_ticks_per_sec = m->config.quick_ticks_per_sec,
+                .settled_factor = m->config.settled_factor,
+        };
 }
 
-static void manager_arm_tick(Manager *m, uint64_t now, uint64_t delay_usec, TickKind kind) {
-        if (loop_set_tick_interval(m->loop, MAX(delay_usec, (uint64_t)1)) < 0)
-                return;
-        m->next_tick_usec = now + delay_usec;
-        m->next_tick_kind = kind;
-}
-
-/*
- * Brings the next tick forward to a quick one delay_usec from now, if that
- * is sooner than it would come, the budget has a token, and at least half a
- * quick window has passed since the last tick (a shorter window measures
- * nothing).
- */
-static void manager_want_quick_tick(Manager *m, uint64_t delay_usec) {
-        uint64_t quick = (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        if (quick == 0 || manager_quick_budget(m, now) < 1)
-                return;
-        uint64_t at = MAX(now + delay_usec, m->last_tick_usec + quick / 2);
-        if (at < m->next_tick_usec)
-                manager_arm_tick(m, now, at - now, TICK_QUICK);
+/* Arms the tick timer as the tick clock said. */
+static void manager_arm_tick(Manager *m, const TickClockNext *next) {
+        (void)loop_set_tick_interval(m->loop, MAX(next->delay_usec, (uint64_t)1));
 }
 
 static void manager_on_notes(void *userdata) {
         Manager *m = ASSERT_PTR(userdata);
-        if (pipeline_dispatch_notes(m->pipeline) > 0)
-                manager_want_quick_tick(m, MANAGER_NOTE_DELAY_USEC);
+        TickClockConfig cfg = manager_tick_clock_config(m);
+        TickClockNext next;
+        if (pipeline_dispatch_notes(m->pipeline) > 0 &&
+            tick_clock_after_note(&m->tick_clock, &cfg, now_usec(CLOCK_MONOTONIC), &next) > 0)
+                manager_arm_tick(m, &next);
 }
 
 static void manager_on_stop(void *userdata) {
@@ -399,9 +374,9 @@ static int manager_setup_loop(Manager *m) {
         r = loop_add_timer(m->loop, (uint64_t)m->interval_ms * USEC_PER_MSEC, manager_on_tick, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the tick: %m");
-        m->next_tick_usec = now_usec(CLOCK_MONOTONIC) + (uint64_t)m->interval_ms * USEC_PER_MSEC;
-        m->next_tick_kind = TICK_REGULAR;
-        m->next_regular_usec = m->next_tick_usec;
+        TickClockConfig cfg = manager_tick_clock_config(m);
+        TickClockNext next;
+        tick_clock_start(&m->tick_clock, &cfg, now_usec(CLOCK_MONOTONIC), &next);
         r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM: %m");
@@ -551,17 +526,14 @@ void manager_tick(Manager *m, TickKind kind) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         PipelineEnv env = manager_pipeline_env(m);
         TickResult res;
-        bool quick_wanted = false, quick_soon = false, settled = false;
+        TickClockInput clock = { .kind = kind, .start_usec = start };
 
-        if (kind == TICK_QUICK) {
-                (void)manager_quick_budget(m, start);
-                m->quick_tokens -= 1;
+        if (kind == TICK_QUICK)
                 m->n_quick_ticks++;
-        }
         if (pipeline_tick(m->pipeline, &env, start * NSEC_PER_USEC, kind, &res) >= 0) {
-                quick_wanted = res.quick_wanted;
-                quick_soon = res.quick_soon;
-                settled = res.settled;
+                clock.quick_wanted = res.quick_wanted;
+                clock.quick_soon = res.quick_soon;
+                clock.settled = res.settled;
                 memcpy(m->last_tick_stage_usec, res.stage_usec, sizeof(res.stage_usec));
                 manager_publish(m, &res);
         }
@@ -581,26 +553,11 @@ void manager_tick(Manager *m, TickKind kind) {
         manager_notify_status(m);
         manager_metrics_tick(m);
 
-        /* The next tick: a period from now (settled_factor periods while
-         * settled: nothing new comes but with a note, which brings a quick
-         * tick), or a quick one while a group waits to be measured or a
-         * placement is on trial: a quick window later, or half of one (the
-         * least manager_want_quick_tick() allows) for a freshly noted pair,
-         * whose first quick tick saw it and whose next one places it. */
-        uint64_t period = (uint64_t)m->interval_ms * USEC_PER_MSEC;
-        uint64_t quick = (uint64_t)m->config.quick_interval_ms * USEC_PER_MSEC;
-        if (settled)
-                period *= MAX(m->config.settled_factor, 1u);
-        /* A quick tick decides its focus alone: the regular tick stays due
-         * when it was, or a stream of quick ticks (notes of a pair handed
-         * back, each news) would put off every other group's decision. */
-        if (kind == TICK_REGULAR || m->next_regular_usec <= start)
-                m->next_regular_usec = start + period;
-        else
-                m->next_regular_usec = MIN(m->next_regular_usec, start + period);
-        manager_arm_tick(m, start, m->next_regular_usec - start, TICK_REGULAR);
-        if (quick_wanted)
-                manager_want_quick_tick(m, quick_soon ? quick / 2 : quick);
+        TickClockConfig cfg = manager_tick_clock_config(m);
+        TickClockNext next;
+        clock.now_usec = now_usec(CLOCK_MONOTONIC);
+        (void)tick_clock_after_tick(&m->tick_clock, &cfg, &clock, &next);
+        manager_arm_tick(m, &next);
 }
 
 int manager_reload(Manager *m, char **err) {
@@ -636,10 +593,11 @@ int manager_reload(Manager *m, char **err) {
         (void)manager_update_profile(m);
 
         if (!m->opts.interval_ms && m->interval_ms != m->config.interval_ms) {
-                uint64_t now = now_usec(CLOCK_MONOTONIC);
                 m->interval_ms = m->config.interval_ms;
-                m->next_regular_usec = now + (uint64_t)m->interval_ms * USEC_PER_MSEC;
-                manager_arm_tick(m, now, m->next_regular_usec - now, TICK_REGULAR);
+                TickClockConfig cfg = manager_tick_clock_config(m);
+                TickClockNext next;
+                tick_clock_reset_period(&m->tick_clock, &cfg, now_usec(CLOCK_MONOTONIC), &next);
+                manager_arm_tick(m, &next);
         }
 
         m->n_reloads++;

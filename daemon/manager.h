@@ -109,14 +109,9 @@ typedef struct Manager {
 
         uint64_t start_usec;
         uint64_t n_ticks;
-        uint64_t n_quick_ticks;     /* of those, quick ones (docs/design.md) */
-        uint64_t last_tick_usec;    /* CLOCK_MONOTONIC of the last tick */
-        uint64_t next_tick_usec;    /* when the tick timer fires next */
-        TickKind next_tick_kind;    /* and what kind of tick that is */
-        uint64_t next_regular_usec; /* when the next regular tick is due: a quick one
-                                       does not put it off */
-        double quick_tokens;        /* the quick ticks' budget (manager_quick_budget()) */
-        uint64_t quick_tokens_usec; /* when it was last filled */
+        uint64_t n_quick_ticks;                         /* of those, quick ones (docs/design.md) */
+        uint64_t last_tick_usec;                        /* CLOCK_MONOTONIC of the last tick */
+        TickClock tick_clock;                           /* when the next tick comes, and its kind */
         uint64_t last_tick_stage_usec[_TICK_STAGE_MAX]; /* its stages' CPU time */
         uint64_t last_tick_cost_usec;                   /* how long the last tick took */
         uint64_t n_reloads;

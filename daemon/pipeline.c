@@ -2,9 +2,10 @@
 /*
  * One tick of placed, readable top to bottom in pipeline_tick():
  *
- *     pipeline_sample();   wakeups since the last tick, per-CPU busy time and
+ *     tick_sample_read();  wakeups since the last tick, per-CPU busy time and
  *                          idle states, and each task's facts (task-facts.h),
  *                          read once: nothing later reads a task again
+ *                          (tick-sample.h)
  *     pipeline_model();    decayed wake graph -> classified groups, with the
  *                          CPUs their members' cpusets allow
  *     pipeline_filter();   which tasks are placed's to touch: not kernel
@@ -18,7 +19,12 @@
  *                          mode the actuators only report
  *
  * and returns what it produced (TickResult) to the manager, which publishes
- * it (D-Bus, status): the pipeline knows neither the manager nor the bus.
+ * it (D-Bus, status) and asks the tick clock (tick-clock.h) when the next
+ * tick comes: the pipeline knows neither the manager nor the bus. What is
+ * new (news.h) is judged at each note (pipeline_dispatch_notes()), in a
+ * quick tick's focus, and after apply, for the next tick. Out of memory in
+ * the sample or the decision stops the tick before apply: every placement
+ * stays as it was.
  *
  * Errors from actuators are sorted like irqbalance does: transient ones (a
  * task that exited, a busy file) are retried next tick without noise;
@@ -44,29 +50,18 @@
 #include "idle.h"
 #include "journal.h"
 #include "kernel-features.h"
+#include "news.h"
 #include "log.h"
 #include "policy.h"
 #include "proc-events.h"
 #include "rules.h"
 #include "string-table.h"
 #include "task-facts.h"
+#include "tick-sample.h"
 #include "wake-graph.h"
 #include "wake-source.h"
 
-#define PIPELINE_NOTED_MAX  256 /* tasks whose first note is remembered */
-#define PIPELINE_NOTES_READ 64  /* notes taken from the source at once */
-/* How long a note keeps its tasks in a quick tick's focus, and asks for
- * another quick tick while they are in a pair waiting to be measured. */
-#define PIPELINE_NOTE_FRESH_NS (1000 * 1000 * 1000ULL)
-/* Young tasks in the model (started in the last PIPELINE_YOUNG_SEC seconds)
- * above which their notes wait for the regular tick: a fork storm. A new
- * client of a server is one, a pgbench run a few dozen. */
-#define PIPELINE_YOUNG_STORM 64
-
-typedef struct NotedTask {
-        pid_t tid;
-        uint64_t ts_ns; /* CLOCK_MONOTONIC of its first note */
-} NotedTask;
+#define PIPELINE_NOTES_READ 64 /* notes taken from the source at once */
 
 struct Pipeline {
         bool advise;             /* the actuators' mode: rebuilt when the caller's changes */
@@ -74,22 +69,8 @@ struct Pipeline {
         const char *wake_source; /* name of the open wake source, "none" */
 
         WakeSource *source; /* NULL: no sampler could be opened */
-        WakeBatch batch;
         WakeGraph *graph;
-        WakeSourceCost cost;
-        double sampler_ns_per_wakeup;
-
-        CpuStat *cpustat;
-        IdleSampler *idle;
-        CpuLoad *loads; /* indexed by CPU, n_loads (topo->n_cpus) entries */
-        unsigned n_loads;
-        IdleCpuStats *idle_stats; /* indexed by CPU: idle_sampler_n_cpus(), else n_cpus entries */
-        unsigned n_idle_stats;
-        uint64_t last_cpus_ns; /* when the per-CPU figures were last sampled */
-        EnergyModel energy_model;
-        EnergyEstimate energy;
-        EnergyRapl *rapl; /* NULL where powercap RAPL is absent (this VM) */
-        double rapl_watts;
+        TickSample sample; /* this tick's: wakeups, per-CPU figures, each task's facts */
 
         Actuators act; /* affinity, idle states, slices (actuator.h) */
 
@@ -98,11 +79,8 @@ struct Pipeline {
         GroupRule *rules; /* the last tick's rule decision per group (parallel to its groups) */
         unsigned n_rules;
 
-        /* When each task was first seen in a note (pipeline_dispatch_notes()),
-         * for "placed N ms after its first wakeups were noted": a ring of the
-         * latest PIPELINE_NOTED_MAX tasks. */
-        NotedTask noted[PIPELINE_NOTED_MAX];
-        unsigned n_noted, next_noted;
+        /* The notes' first times and the fork storm: what is new (news.h). */
+        News news;
 
         TaskId *managed; /* tasks whose affinity placed set (owned) */
         unsigned n_managed;
@@ -111,19 +89,6 @@ struct Pipeline {
 
         ProcEvents *procev; /* NULL: exits are noticed on the tick only */
         uint64_t n_adopted; /* children that inherited a mask placed set */
-
-        /* This tick's sample: the facts of each task of the wake graph. */
-        TaskFactsReader *facts_reader;
-        TaskFacts *facts;       /* owned, n_facts used of cap_facts */
-        bool *placeable;        /* owned, parallel to facts: passed this tick's filters */
-        const Rule **task_rule; /* owned, parallel to facts: the first rule it matches, or NULL */
-        size_t n_facts, cap_facts;
-        U64Map *facts_index; /* tid -> index in facts */
-        pid_t self_pid;
-
-        /* Whether this tick's sample had more than PIPELINE_YOUNG_STORM tasks
-         * started in the last PIPELINE_YOUNG_SEC seconds: a fork storm. */
-        bool young_storm;
 };
 
 static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
@@ -206,7 +171,7 @@ static void pipeline_open_source(Pipeline *p, const PipelineEnv *env) {
         }
         log_info("Wake sampler: %s.", reason ? reason : wake_source_name(p->source));
         p->wake_source = wake_source_name(p->source);
-        task_facts_reader_set_kernel(p->facts_reader, pipeline_kernel_task, p);
+        task_facts_reader_set_kernel(p->sample.facts_reader, pipeline_kernel_task, p);
 }
 
 static bool tgid_managed(const Pipeline *p, pid_t tgid) {
@@ -250,25 +215,16 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         }
 }
 
-/* An ended task's note is forgotten, so that a task that gets its TID is
- * remembered from its own first note (pipeline_remember_noted() keeps the
- * first only). */
-static void pipeline_forget_noted(Pipeline *p, pid_t tid) {
-        for (unsigned i = 0; i < p->n_noted; i++)
-                if (p->noted[i].tid == tid)
-                        p->noted[i].tid = 0;
-}
-
 static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         Pipeline *p = ASSERT_PTR(userdata);
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
-                pipeline_forget_noted(p, ev->pid);
+                news_forget(&p->news, ev->pid); /* its TID's next task is new */
                 act_affinity_task_gone(p->act.affinity, ev->pid);
                 if (ev->pid == ev->tgid)
-                        task_facts_reader_forget_process(p->facts_reader, ev->tgid);
+                        task_facts_reader_forget_process(p->sample.facts_reader, ev->tgid);
         } else if (ev->type == PROC_EVENT_EXEC)
-                task_facts_reader_forget_process(p->facts_reader, ev->tgid);
+                task_facts_reader_forget_process(p->sample.facts_reader, ev->tgid);
         else if (ev->type == PROC_EVENT_FORK)
                 pipeline_adopt(p, ev);
         return 0;
@@ -278,154 +234,26 @@ int pipeline_notes_fd(const Pipeline *p) {
         return p ? wake_source_notes_fd(p->source) : -1;
 }
 
-/* Whether n is a task's first note (not forgotten) from less than
- * PIPELINE_NOTE_FRESH_NS before now_ns. */
-static bool noted_task_fresh(const NotedTask *n, uint64_t now_ns) {
-        return n->tid > 0 && n->ts_ns + PIPELINE_NOTE_FRESH_NS > now_ns;
-}
-
-/* tid's first note, or NULL when it was not noted (or was forgotten). */
-static const NotedTask *pipeline_find_noted(const Pipeline *p, pid_t tid) {
-        for (unsigned i = 0; i < p->n_noted; i++)
-                if (p->noted[i].tid == tid)
-                        return &p->noted[i];
-        return NULL;
-}
-
-/* When tid was first noted; 0 when it was not (or was forgotten). */
-static uint64_t pipeline_noted_ns(const Pipeline *p, pid_t tid) {
-        const NotedTask *n = pipeline_find_noted(p, tid);
-        return n ? n->ts_ns : 0;
-}
-
-/* Whether tid's first note came less than PIPELINE_NOTE_FRESH_NS before now_ns. */
-static bool pipeline_noted_fresh(const Pipeline *p, pid_t tid, uint64_t now_ns) {
-        const NotedTask *n = pipeline_find_noted(p, tid);
-        return n && noted_task_fresh(n, now_ns);
-}
-
-static void pipeline_remember_noted(Pipeline *p, pid_t tid, uint64_t ts_ns) {
-        if (tid <= 0 || pipeline_noted_ns(p, tid))
-                return;
-        p->noted[p->next_noted] = (NotedTask){ .tid = tid, .ts_ns = ts_ns };
-        p->next_noted = (p->next_noted + 1) % PIPELINE_NOTED_MAX;
-        p->n_noted = MIN(p->n_noted + 1, PIPELINE_NOTED_MAX);
-}
-
-/* Tasks of a new group at most that bring quick ticks while it waits to be
- * measured: a pair, a server thread with a client or two; hackbench's
- * groups of 40, which form afresh every tick, wait for the regular tick. */
-#define PIPELINE_QUICK_MAX_TASKS 4
-
-/* Seconds since its start under which a task counts as new to a note. */
-#define PIPELINE_YOUNG_SEC 10
-
-/* The start time (clock ticks since boot, field 22 of /proc/TID/stat) after
- * which a task started in the last PIPELINE_YOUNG_SEC seconds; 0 where the
- * clock cannot be read (every task young). */
-static uint64_t pipeline_young_after(void) {
-        struct timespec ts;
-        long hz = sysconf(_SC_CLK_TCK);
-        if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
-                return 0;
-        uint64_t now = (uint64_t)ts.tv_sec * (uint64_t)hz +
-                       (uint64_t)ts.tv_nsec * (uint64_t)hz / NSEC_PER_SEC,
-                 young = (uint64_t)PIPELINE_YOUNG_SEC * (uint64_t)hz;
-        return now > young ? now - young : 0;
-}
-
-/* Whether a task of start_time started after young_after (unknown: as new). */
-static bool pipeline_started_after(uint64_t start_time, uint64_t young_after) {
-        return start_time == 0 || start_time > young_after;
-}
-
-/* Whether task t started in the last PIPELINE_YOUNG_SEC seconds. */
-static bool pipeline_task_young(const WakeGraphTask *t) {
-        return pipeline_started_after(t->id.start_time, pipeline_young_after());
-}
-
-/*
- * Why a note is news, or NULL where it is not (see pipeline_dispatch_notes()):
- *   - a task the model does not know yet;
- *   - a task started in the last PIPELINE_YOUNG_SEC seconds that is in no
- *     group yet, or alone so far and now waking another: a new client (the
- *     benchmark's second sockperf session waited for the settled regular
- *     tick, 1.55 s median, while such notes were not news);
- *   - a note inside a group of at most PIPELINE_QUICK_MAX_TASKS tasks of
- *     the last plan whose tasks wake each other only one way so far (a
- *     solo group), of a young task: the other way
- *     may make it a pair. A quick tick 13 ms after a new redis client's
- *     first note saw only its wakeups of the server; the server's of the
- *     client were noted 5 ms later, and while they were not news the pair
- *     waited for a regular tick, 3 s away (1 session in 10);
- *   - a pair the last plan did not place, waiting to be measured or left
- *     to the kernel while the kernel now runs it spread, with a task first
- *     noted in the last second (a client first run on its server's CPU:
- *     redis sessions waited 3 s).
- * Not a note between old tasks in no group or in two groups, nor one inside
- * a fanout or a mesh: those are decided at regular ticks. Under hackbench,
- * whose groups form afresh every tick, such notes came most ticks, and
- * each brought a quick tick as costly as a regular one (0.69% of a CPU
- * beside 1,600 tasks where every note in no group was news). Nor, in a
- * fork storm (more than PIPELINE_YOUNG_STORM young tasks in the model), a
- * young task's first relations: hackbench's 1,600 tasks, in no group now
- * and then in their first 10 s, still brought 2 to 24 quick ticks a 10 s
- * window (0.31-0.97% of a CPU, against 0.5%; 0.26-0.43% without them).
- */
-static const char *pipeline_note_news(const Pipeline *p, const WakeNote *n) {
-        WakeGraphTask waker, wakee;
-        if (n->waker <= 0 || n->wakee <= 0)
-                return NULL; /* outside placed's PID namespace: nothing it can place */
-        if (wake_graph_get_task(p->graph, n->waker, 0, &waker) <= 0 ||
-            wake_graph_get_task(p->graph, n->wakee, 0, &wakee) <= 0)
-                return "a task the model does not know yet";
-        const PlanGroup *a = waker.group_id ? plan_find_group(p->plan, waker.group_id) : NULL;
-        const PlanGroup *b = wakee.group_id ? plan_find_group(p->plan, wakee.group_id) : NULL;
-        /* A relation too new to be a group yet, or a new relation of a task
-         * alone so far, of a task started in the last seconds: a new client.
-         * (hackbench's tasks, in no group or alone now and then, are old.) */
-        bool young = pipeline_task_young(&waker) || pipeline_task_young(&wakee);
-        /* Not in a fork storm: a new task is then one of many, whose
-         * relations the regular tick decides. */
-        bool young_news = young && !p->young_storm;
-        if (!waker.group_id || !wakee.group_id)
-                return young_news ? "a young task in no group yet" : NULL;
-        if (!a || !b)
-                return NULL;
-        if (a != b)
-                return young_news && (a->class == GROUP_SOLO || b->class == GROUP_SOLO)
-                               ? "a young task alone so far waking another"
-                               : NULL;
-        if (a->class == GROUP_SOLO) /* one way so far: the other may make it a pair */
-                return young && waker.group_size <= PIPELINE_QUICK_MAX_TASKS
-                               ? "a young task in a small group waking one way so far"
-                               : NULL;
-        if (a->class == GROUP_PAIR && a->waiting)
-                return "a pair waiting to be measured";
-        /* Only while a task of it is new to the notes: a quick tick decides
-         * the groups of tasks first noted in the last second, and an old
-         * pair handed back after a trial, noted again and again as the kernel
-         * moves it, would bring quick ticks that decide nothing. */
-        if (a->class == GROUP_PAIR && !a->managed &&
-            (pipeline_noted_fresh(p, n->waker, n->ts_ns) ||
-             pipeline_noted_fresh(p, n->wakee, n->ts_ns)))
-                return "a pair left to the kernel, now run spread";
-        return NULL;
-}
-
 int pipeline_dispatch_notes(Pipeline *p) {
         WakeNote notes[PIPELINE_NOTES_READ];
         int n = wake_source_read_notes(p->source, notes, ELEMENTSOF(notes));
         if (n < 0)
                 return log_full_errno(LOG_DEBUG, n, "Reading the wake sampler's notes failed: %m");
+        NewsView v = { .graph = p->graph,
+                       .plan = p->plan,
+                       .young_after = tick_sample_young_after() };
         int news = 0;
         for (int i = 0; i < n; i++) {
-                pipeline_remember_noted(p, notes[i].waker, notes[i].ts_ns);
-                pipeline_remember_noted(p, notes[i].wakee, notes[i].ts_ns);
-                const char *why = news ? NULL : pipeline_note_news(p, &notes[i]);
-                if (why) {
+                if (news) { /* the rest are remembered, not judged */
+                        news_remember(&p->news, notes[i].waker, notes[i].ts_ns);
+                        news_remember(&p->news, notes[i].wakee, notes[i].ts_ns);
+                        continue;
+                }
+                v.now_ns = notes[i].ts_ns;
+                NewsReason why = news_note(&p->news, &v, &notes[i]);
+                if (why != NEWS_NONE) {
                         log_debug("Note of %d waking %d: %s.", (int)notes[i].waker,
-                                  (int)notes[i].wakee, why);
+                                  (int)notes[i].wakee, news_reason_to_string(why));
                         news = 1;
                 }
         }
@@ -461,52 +289,23 @@ static void pipeline_open_proc_events(Pipeline *p) {
                                  : "");
 }
 
-static bool pipeline_has_states(const Pipeline *p) {
-        for (unsigned cpu = 0; cpu < idle_sampler_n_cpus(p->idle); cpu++)
-                if (idle_sampler_cpu(p->idle, cpu)->n_states > 0)
-                        return true;
-        return false;
-}
-
 int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
         Pipeline *p = calloc(1, sizeof(*p));
         int r;
 
         if (!p)
                 return log_error_errno(ENOMEM, "Out of memory.");
-        p->loads = calloc(env->topo->n_cpus, sizeof(*p->loads));
-        p->n_loads = env->topo->n_cpus;
-        if (!p->loads) {
-                free(p);
-                return log_error_errno(ENOMEM, "Out of memory.");
+        r = tick_sample_init(&p->sample, env->topo, env->procfs_root, env->sysfs_root);
+        if (r < 0) {
+                pipeline_free(p);
+                return r;
         }
-
-        _cleanup_free_ char *cgroup = NULL;
-        (void)actuator_find_cpuset_root(env->procfs_root, &cgroup);
         r = wake_graph_new(NULL, &p->graph);
-        if (r >= 0)
-                r = u64map_new(&p->facts_index);
-        if (r >= 0)
-                r = task_facts_reader_new(env->procfs_root, cgroup, &p->facts_reader);
-        if (r >= 0)
-                r = cpustat_new(env->procfs_root, &p->cpustat);
         if (r < 0) {
                 pipeline_free(p);
                 return log_error_errno(r, "Failed to set up the model: %m");
         }
-        if (idle_sampler_new(env->sysfs_root, NULL, &p->idle) >= 0 && !pipeline_has_states(p))
-                p->idle = idle_sampler_free(p->idle); /* no driver: plain HLT */
-        if (!p->idle)
-                log_info("No cpuidle states under \"%s\": per-CPU figures are busy time and "
-                         "interrupts.",
-                         env->sysfs_root);
-        p->n_idle_stats = p->idle ? idle_sampler_n_cpus(p->idle) : env->topo->n_cpus;
-        p->idle_stats = calloc(p->n_idle_stats, sizeof(*p->idle_stats));
-        energy_model_init(&p->energy_model);
-        (void)energy_rapl_open(env->sysfs_root, &p->rapl);
-
         p->procfs_root = env->procfs_root;
-        p->self_pid = getpid();
         p->wake_source = "none";
         r = pipeline_open_actuators(p, env);
         if (r < 0) {
@@ -525,185 +324,14 @@ Pipeline *pipeline_free(Pipeline *p) {
         pipeline_close_actuators(p);
         pipeline_close_proc_events(p);
         wake_source_free(p->source);
-        wake_batch_done(&p->batch);
         wake_graph_free(p->graph);
-        cpustat_free(p->cpustat);
-        idle_sampler_free(p->idle);
-        free(p->idle_stats);
-        energy_rapl_free(p->rapl);
+        tick_sample_done(&p->sample);
         plan_free(p->plan);
-        free(p->loads);
         free(p->managed);
         free(p->managed_tgids);
-        u64map_free(p->facts_index);
-        task_facts_reader_free(p->facts_reader);
-        free(p->facts);
-        free(p->placeable);
-        free(p->task_rule);
         free(p->rules);
         free(p);
         return NULL;
-}
-
-/* This tick's facts about tid, if it is the task id names; NULL otherwise. */
-static const TaskFacts *pipeline_facts(const Pipeline *p, const TaskId *id) {
-        uint32_t i;
-        if (!u64map_get(p->facts_index, (uint64_t)id->tid, &i) || i >= p->n_facts)
-                return NULL;
-        const TaskFacts *t = &p->facts[i];
-        return id->start_time == 0 || task_facts_is(t, id) ? t : NULL;
-}
-
-static int pipeline_facts_reserve(Pipeline *p, size_t n) {
-        if (n <= p->cap_facts)
-                return 0;
-        TaskFacts *grown = reallocarray(p->facts, n, sizeof(*grown));
-        if (!grown)
-                return -ENOMEM;
-        p->facts = grown;
-        bool *flags = reallocarray(p->placeable, n, sizeof(*flags));
-        if (!flags)
-                return -ENOMEM;
-        p->placeable = flags;
-        const Rule **rules = reallocarray(p->task_rule, n, sizeof(*rules));
-        if (!rules)
-                return -ENOMEM;
-        p->task_rule = rules;
-        p->cap_facts = n;
-        return 0;
-}
-
-/* Reads the facts of every task of the wake graph, once: the rest of the tick works from them. */
-static void pipeline_sample_tasks(Pipeline *p) {
-        _cleanup_free_ TaskId *ids = NULL;
-        size_t n = 0;
-        unsigned n_young = 0;
-
-        p->n_facts = 0;
-        u64map_clear(p->facts_index);
-        if (wake_graph_get_tasks(p->graph, &ids, &n) < 0 || pipeline_facts_reserve(p, n) < 0)
-                return;
-        task_facts_reader_new_tick(p->facts_reader);
-        uint64_t young_after = pipeline_young_after();
-        for (size_t i = 0; i < n; i++) {
-                WakeGraphTask t;
-                TaskFacts *f = &p->facts[p->n_facts];
-                pid_t tgid = wake_graph_get_task(p->graph, ids[i].tid, 0, &t) > 0 ? t.tgid : 0;
-                int r = task_facts_read(p->facts_reader, tgid, ids[i].tid, f);
-                if (r < 0) {
-                        /* Gone (or unreadable): forget it now rather than in ten seconds. */
-                        wake_graph_task_exit(p->graph, ids[i].tid);
-                        continue;
-                }
-                WakeTaskCounters c = { .run_ns = f->run_ns,
-                                       .run_delay_ns = f->run_delay_ns,
-                                       .timeslices = f->timeslices,
-                                       .io_bytes = f->io_bytes };
-                (void)wake_graph_task_stats(p->graph, ids[i].tid, f->id.start_time, &c);
-                if (u64map_put(p->facts_index, (uint64_t)f->id.tid, (uint32_t)p->n_facts) >= 0)
-                        p->n_facts++;
-                if (pipeline_started_after(f->id.start_time, young_after))
-                        n_young++;
-        }
-        bool storm = n_young > PIPELINE_YOUNG_STORM;
-        if (storm != p->young_storm)
-                log_debug(storm ? "A fork storm: %u tasks started in the last %d s; their notes "
-                                  "wait for the regular tick."
-                                : "The fork storm is over (%u tasks started in the last %d s).",
-                          n_young, PIPELINE_YOUNG_SEC);
-        p->young_storm = storm;
-        /* The next read's task iterator reports these (and its edges' ends) alone. */
-        (void)wake_source_watch(p->source, ids, n);
-}
-
-/*
- * A CPU whose /proc/stat counters did not move since the last tick (a tick
- * shorter than one of its jiffies) tells nothing new: its figures of the tick
- * before stand, rather than a CPU that looks idle or drops out of the
- * published series for a tick.
- */
-static void pipeline_sample_cpus(Pipeline *p, const Topology *topo, uint64_t now_ns) {
-        IdleCpuStats st;
-        if (cpustat_refresh(p->cpustat) >= 0)
-                for (unsigned cpu = 0; cpu < topo->n_cpus; cpu++) {
-                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        if (!cpustat_no_news(c))
-                                p->loads[cpu].busy = c && c->has_delta ? cpustat_busy_frac(c) : 0;
-                }
-        if (!p->idle_stats)
-                ;
-        else if (p->idle && idle_sampler_refresh(p->idle, now_ns / NSEC_PER_USEC) > 0) {
-                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++) {
-                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        if (idle_cpu_derive(idle_sampler_cpu(p->idle, cpu), c, &st) > 0 ||
-                            !cpustat_no_news(c))
-                                p->idle_stats[cpu] = st;
-                }
-                (void)energy_estimate(&p->energy_model, p->idle, p->idle_stats, p->n_idle_stats,
-                                      &p->energy);
-        } else if (!p->idle && cpustat_refresh_irqs(p->cpustat) > 0) {
-                /* No cpuidle driver: busy time, and interrupts as the wakeups. */
-                for (unsigned cpu = 0; cpu < p->n_idle_stats; cpu++) {
-                        const CpuStatCpu *c = cpustat_cpu(p->cpustat, cpu);
-                        if (idle_cpu_derive_stateless(c, (now_ns - p->last_cpus_ns) / NSEC_PER_USEC,
-                                                      &st) > 0 ||
-                            !cpustat_no_news(c))
-                                p->idle_stats[cpu] = st;
-                }
-                (void)energy_estimate(&p->energy_model, NULL, p->idle_stats, p->n_idle_stats,
-                                      &p->energy);
-        }
-        p->last_cpus_ns = now_ns;
-        if (p->rapl)
-                (void)energy_rapl_refresh(p->rapl, now_ns / NSEC_PER_USEC, &p->rapl_watts);
-}
-
-static void pipeline_sample(Pipeline *p, const PipelineEnv *env, uint64_t now_ns) {
-        if (p->source) {
-                int r = wake_source_read(p->source, now_ns, &p->batch);
-                if (r < 0)
-                        log_debug("Reading the wake sampler failed: %s", strerror(-r));
-                (void)wake_graph_ingest(p->graph, &p->batch, now_ns);
-
-                WakeSourceCost c;
-                if (wake_source_get_cost(p->source, &c) > 0 && c.run_cnt > p->cost.run_cnt)
-                        p->sampler_ns_per_wakeup = (double)(c.run_time_ns - p->cost.run_time_ns) /
-                                                   (double)(c.run_cnt - p->cost.run_cnt);
-                if (wake_source_get_cost(p->source, &c) > 0)
-                        p->cost = c;
-        }
-        pipeline_sample_tasks(p);
-        pipeline_sample_cpus(p, env->topo, now_ns);
-}
-
-/*
- * Where each group's tasks may run now and where they ran during the tick,
- * as sampled; and the CPUs its members' cpusets allow all of them (limit),
- * the policy's bound: the CPUs common to every member's cpuset, or where
- * the members' cpusets share none, all of their CPUs (each member is then
- * clamped to its own by the actuator). Unknown cpusets bound nothing.
- */
-static void pipeline_fill_group_cpus(const Pipeline *p, const Topology *topo, Group *g,
-                                     CpuSet *limit) {
-        CpuSet common = topo->online, any;
-        cpuset_zero(&g->cpus);
-        cpuset_zero(&g->ran_on);
-        cpuset_zero(&any);
-        for (unsigned i = 0; i < g->n_tasks; i++) {
-                const TaskFacts *t = pipeline_facts(p, &g->tasks[i]);
-                if (!t)
-                        continue;
-                if (t->processor >= 0)
-                        cpuset_set(&g->ran_on, t->processor);
-                cpuset_or(&g->cpus, &g->cpus, &t->allowed);
-                if (cpuset_is_empty(&t->cpuset_cpus))
-                        continue;
-                cpuset_and(&common, &common, &t->cpuset_cpus);
-                cpuset_or(&any, &any, &t->cpuset_cpus);
-        }
-        *limit = !cpuset_is_empty(&common) ? common : any;
-        if (cpuset_is_empty(limit))
-                *limit = topo->online;
 }
 
 static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Group **ret,
@@ -719,7 +347,7 @@ static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Gr
                 return -ENOMEM;
         }
         for (unsigned i = 0; i < n; i++)
-                pipeline_fill_group_cpus(p, topo, &groups[i], &limits[i]);
+                tick_sample_fill_group_cpus(&p->sample, topo, &groups[i], &limits[i]);
         *ret = groups;
         *ret_limits = limits;
         *ret_n = n;
@@ -729,87 +357,34 @@ static int pipeline_model(Pipeline *p, const Topology *topo, uint64_t now_ns, Gr
 /*
  * Each group's rule decision: of the rules its members matched in the
  * filter, the strongest, and pack-with linked to the partner's group.
- * Return: the array (parallel to groups), or NULL without rules or memory.
+ * Return: 0 and *ret (parallel to groups; NULL without rules), -ENOMEM.
  */
-static GroupRule *pipeline_group_rules(const Pipeline *p, const PipelineEnv *env,
-                                       const Group *groups, unsigned n) {
+static int pipeline_group_rules(const Pipeline *p, const PipelineEnv *env, const Group *groups,
+                                unsigned n, GroupRule **ret) {
         const RuleSet *set = &env->config->rules;
-        if (set->n_rules == 0 || n == 0)
-                return NULL;
-        GroupRule *v = calloc(n, sizeof(*v));
+        if (set->n_rules == 0 || n == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        _cleanup_free_ GroupRule *v = calloc(n, sizeof(*v));
         _cleanup_free_ uint64_t *ids = calloc(n, sizeof(*ids));
         if (!v || !ids)
-                return mfree(v);
+                return -ENOMEM;
         for (unsigned i = 0; i < n; i++) {
-                const Rule **matched = calloc(MAX(groups[i].n_tasks, 1u), sizeof(*matched));
+                _cleanup_free_ const Rule **matched =
+                        calloc(MAX(groups[i].n_tasks, 1u), sizeof(*matched));
                 if (!matched)
-                        continue;
+                        return -ENOMEM;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
-                        const TaskFacts *t = pipeline_facts(p, &groups[i].tasks[k]);
-                        matched[k] = t ? p->task_rule[t - p->facts] : NULL;
+                        const TaskFacts *t = tick_sample_facts(&p->sample, &groups[i].tasks[k]);
+                        matched[k] = t ? p->sample.task_rule[t - p->sample.facts] : NULL;
                 }
                 rules_group_decide(set, matched, groups[i].n_tasks, &v[i]);
                 ids[i] = groups[i].id;
-                free(matched);
         }
         rules_link_partners(ids, v, n);
-        return v;
-}
-
-/*
- * Wakeups a second under which a group is not worth quick ticks: packing a
- * pair saves it a cross-CPU wakeup and an idle exit per hand-off, some
- * microseconds; under a thousand a second that is under 1% of a CPU, which
- * a second's wait for the next regular tick does not lose, while quick ticks
- * for thousands of such light groups (a server's connection pool) would cost
- * placed several times its regular ticks.
- */
-#define PIPELINE_QUICK_MIN_RATE 1000.0
-
-static bool group_worth_quick(const Group *g) {
-        return MAX(g->wake_rate, g->handoff_rate) >= PIPELINE_QUICK_MIN_RATE;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-/*
- * A quick tick's focus (policy.h, "Quick ticks"): the groups it was brought
- * forward for. Those with a task noted in the last second (a new edge
- * became a run across CPUs: its rate, measured over the short window since,
- * may not show it yet), and those busy enough for quick ticks that are new,
- * waiting to be measured or on trial. The others keep their entries, so
- * their dwell and trials move on regular ticks only, as before quick ticks.
- * Return: a bool per group (owned), NULL where there is none to give (a
- * regular tick, the first tick, or out of memory: every group is decided).
- */
-static bool *pipeline_focus(const Pipeline *p, const Plan *prev, const Group *groups, unsigned n,
-                            TickKind kind, bool advise, uint64_t now_ns) {
-        if (kind != TICK_QUICK || !prev || n == 0)
-                return NULL;
-        bool *focus = calloc(n, sizeof(bool));
-        uint64_t noted[PIPELINE_NOTED_MAX];
-        unsigned n_noted = 0;
-        if (!focus)
-                return NULL;
-        for (unsigned i = 0; i < p->n_noted; i++) {
-                WakeGraphTask t;
-                if (noted_task_fresh(&p->noted[i], now_ns) &&
-                    wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) > 0 && t.group_id)
-                        noted[n_noted++] = t.group_id;
-        }
-        qsort(noted, n_noted, sizeof(noted[0]), cmp_u64);
-        for (unsigned i = 0; i < n; i++) {
-                const PlanGroup *was = plan_find_group(prev, groups[i].id);
-                bool unsettled =
-                        !was || was->waiting || (!advise && was->trial.verdict == TRIAL_RUNNING);
-                focus[i] =
-                        (unsettled && group_worth_quick(&groups[i])) ||
-                        bsearch(&groups[i].id, noted, n_noted, sizeof(noted[0]), cmp_u64) != NULL;
-        }
-        return focus;
+        *ret = TAKE_PTR(v);
+        return 0;
 }
 
 static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *groups,
@@ -823,10 +398,19 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
         if (!lp && profile_defaults("latency-first", &latency) >= 0)
                 lp = &latency;
 
+        GroupRule *rules;
+        int r = pipeline_group_rules(p, env, groups, n, &rules);
+        if (r < 0)
+                return r; /* the last tick's stand, as its groups do */
         free(p->rules);
-        p->rules = pipeline_group_rules(p, env, groups, n);
-        p->n_rules = p->rules ? n : 0;
-        _cleanup_free_ bool *focus = pipeline_focus(p, prev, groups, n, kind, env->advise, now_ns);
+        p->rules = rules;
+        p->n_rules = rules ? n : 0;
+        /* A quick tick decides its focus; a regular one, or the first, all. */
+        _cleanup_free_ bool *focus = NULL;
+        if (kind == TICK_QUICK && prev && n > 0) {
+                NewsView v = { .graph = p->graph, .plan = prev, .now_ns = now_ns };
+                focus = news_focus(&p->news, &v, groups, n, env->advise);
+        }
         if (focus) {
                 unsigned k = 0;
                 for (unsigned i = 0; i < n; i++)
@@ -840,7 +424,7 @@ static int pipeline_decide(Pipeline *p, const PipelineEnv *env, const Group *gro
                 .groups = groups,
                 .n_groups = n,
                 .group_limits = limits,
-                .loads = p->loads,
+                .loads = p->sample.loads,
                 .n_loads = env->topo->n_cpus,
                 .profile = env->profile,
                 .prev = prev,
@@ -873,25 +457,25 @@ static void pipeline_rule_subject(const TaskFacts *t, RuleSubject *ret) {
  */
 static void pipeline_filter(Pipeline *p, const PipelineEnv *env) {
         const RuleSet *set = &env->config->rules;
-        for (size_t i = 0; i < p->n_facts; i++) {
-                const TaskFacts *t = &p->facts[i];
-                TaskOwner owner = task_facts_owner(t, p->self_pid);
+        for (size_t i = 0; i < p->sample.n_facts; i++) {
+                const TaskFacts *t = &p->sample.facts[i];
+                TaskOwner owner = task_facts_owner(t, p->sample.self_pid);
                 RuleSubject s;
                 pipeline_rule_subject(t, &s);
-                p->task_rule[i] = owner == TASK_OWNER_PLACED ? rules_match(set, &s) : NULL;
-                p->placeable[i] =
-                        owner == TASK_OWNER_PLACED &&
-                        !(p->task_rule[i] && p->task_rule[i]->action == RULE_ACTION_IGNORE);
+                p->sample.task_rule[i] = owner == TASK_OWNER_PLACED ? rules_match(set, &s) : NULL;
+                p->sample.placeable[i] = owner == TASK_OWNER_PLACED &&
+                                         !(p->sample.task_rule[i] &&
+                                           p->sample.task_rule[i]->action == RULE_ACTION_IGNORE);
         }
 }
 
 /* This tick's facts about the task id names if it passed the filters, else NULL. */
 static const TaskFacts *pipeline_placeable(const Pipeline *p, const TaskId *id) {
-        const TaskFacts *t = pipeline_facts(p, id);
+        const TaskFacts *t = tick_sample_facts(&p->sample, id);
         if (!t)
                 return NULL; /* unknown now: leave it alone */
-        if (!p->placeable[t - p->facts]) {
-                TaskOwner owner = task_facts_owner(t, p->self_pid);
+        if (!p->sample.placeable[t - p->sample.facts]) {
+                TaskOwner owner = task_facts_owner(t, p->sample.self_pid);
                 log_debug("Task %d left alone: %s.", (int)id->tid,
                           owner == TASK_OWNER_PLACED ? "ignored by a rule"
                                                      : strna(task_owner_to_string(owner)));
@@ -1086,7 +670,7 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
                         continue;
                 uint64_t first = 0;
                 for (unsigned k = 0; k < groups[i].n_tasks; k++) {
-                        uint64_t t = pipeline_noted_ns(p, groups[i].tasks[k].tid);
+                        uint64_t t = news_noted_ns(&p->news, groups[i].tasks[k].tid);
                         first = MAX(first, t);
                 }
                 PlanGroup *pg = &plan->groups[found - plan->groups];
@@ -1100,79 +684,6 @@ static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n
                         snprintf(pg->reason + len, sizeof(pg->reason) - len,
                                  "; placed at a %s tick", tick_kind_to_string(kind));
         }
-}
-
-/*
- * Whether a task noted in the last second is in a pair waiting to be
- * measured, however light it looked over the window since its note (a
- * client's first wakeups), or is young and in a group of at most
- * PIPELINE_QUICK_MAX_TASKS tasks that wakes only one way so far (its other
- * way not in the window yet), or is young and in no group yet, outside a
- * fork storm: no second note comes for the same edge on that CPU while its
- * run goes on. A regular tick 5 ms after a new pgbench client's first note
- * (the settled tick, due then) saw its 32 wakeups over 3 s, too few for a
- * group, and nothing new came until the next one, 2.5 s later (1 session
- * in 30). A task that ended leaves the model at the next tick's sample.
- */
-static bool pipeline_notes_pending(const Pipeline *p, const Plan *plan, uint64_t now_ns) {
-        for (unsigned i = 0; i < p->n_noted; i++) {
-                if (!noted_task_fresh(&p->noted[i], now_ns))
-                        continue; /* ended, or noted over a second ago */
-                WakeGraphTask t;
-                if (wake_graph_get_task(p->graph, p->noted[i].tid, 0, &t) <= 0) {
-                        /* Not in the model yet, and alive: its first read was
-                         * skipped, as it got the task_struct of a task that
-                         * ended (a new redis client, 3 sessions in 30 waited
-                         * 1.1 s for the next tick). One that ended is gone from
-                         * /proc, where no proc connector says so (in a PID
-                         * namespace its note kept quick ticks coming). */
-                        if (!p->young_storm && task_alive(p->procfs_root, p->noted[i].tid))
-                                return true;
-                        continue;
-                }
-                const PlanGroup *pg = t.group_id ? plan_find_group(plan, t.group_id) : NULL;
-                if (pg && pg->class == GROUP_PAIR && pg->waiting)
-                        return true;
-                if (pg && pg->class == GROUP_SOLO && t.group_size <= PIPELINE_QUICK_MAX_TASKS &&
-                    pipeline_task_young(&t))
-                        return true;
-                if (!t.group_id && !p->young_storm && pipeline_task_young(&t))
-                        return true;
-        }
-        return false;
-}
-
-/* Whether a busy enough group of at most PIPELINE_QUICK_MAX_TASKS tasks
- * waits to be measured, or a busy enough group is on trial (and not advised
- * only). A bigger new group waits for the regular tick: hackbench's form
- * afresh every tick. */
-static bool pipeline_quick_wanted(const Pipeline *p, const Group *groups, unsigned n,
-                                  const Plan *plan, bool advise, uint64_t now_ns) {
-        for (unsigned i = 0; i < n; i++) {
-                const PlanGroup *pg = plan_find_group(plan, groups[i].id);
-                if (pg &&
-                    ((pg->waiting && groups[i].n_tasks <= PIPELINE_QUICK_MAX_TASKS) ||
-                     (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
-                    group_worth_quick(&groups[i]))
-                        return true;
-        }
-        return false;
-}
-
-/*
- * Whether no group waits to be measured, is on trial, or holds a placement
- * a trial kept (advised trials are never judged): a kept placement is
- * watched at every regular tick for a drift that re-checks it at once, and
- * a tick a second hands back one that stopped helping within two seconds.
- */
-static bool pipeline_plan_settled(const Plan *plan, bool advise) {
-        for (unsigned i = 0; i < plan->n_groups; i++) {
-                const PlanGroup *pg = &plan->groups[i];
-                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING) ||
-                    (!advise && pg->managed && pg->trial.verdict == TRIAL_KEPT))
-                        return false;
-        }
-        return true;
 }
 
 /* Logs each group whose placement changed since the last plan. Return: how many. */
@@ -1298,7 +809,10 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
                         return r;
         }
 
-        pipeline_sample(p, env, now_ns);
+        r = tick_sample_read(&p->sample, p->source, p->graph, &p->news, env->topo, now_ns);
+        if (r < 0)
+                return log_warning_errno(
+                        r, "Sampling the tasks failed, nothing is decided this tick: %m");
         pipeline_stage_done(stage_usec, TICK_STAGE_SAMPLE, &mark);
         r = pipeline_model(p, env->topo, now_ns, &groups, &limits, &n);
         if (r < 0)
@@ -1314,10 +828,15 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_apply(p, env, groups, n, plan);
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
-        bool quick_soon = pipeline_notes_pending(p, plan, now_ns);
-        bool quick_wanted =
-                quick_soon || pipeline_quick_wanted(p, groups, n, plan, env->advise, now_ns);
-        bool settled = pipeline_plan_settled(plan, env->advise);
+        NewsView news = { .graph = p->graph,
+                          .plan = plan,
+                          .now_ns = now_ns,
+                          .young_after = p->sample.young_after,
+                          .alive = p->sample.noted_alive,
+                          .n_alive = p->sample.n_noted_alive };
+        bool quick_soon = news_pending(&p->news, &news, NULL) != NEWS_NONE;
+        bool quick_wanted = quick_soon || news_quick_wanted(groups, n, plan, env->advise);
+        bool settled = news_plan_settled(plan, env->advise);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
         ret->quick_soon = quick_soon;
@@ -1326,7 +845,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         memcpy(ret->stage_usec, stage_usec, sizeof(stage_usec));
         log_debug("Tick: %zu tasks, %u groups, %s; CPU time: sample %" PRIu64 " us, model %" PRIu64
                   " us, decide %" PRIu64 " us, apply %" PRIu64 " us.",
-                  p->n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],
+                  p->sample.n_facts, n, tick_kind_to_string(kind), stage_usec[TICK_STAGE_SAMPLE],
                   stage_usec[TICK_STAGE_MODEL], stage_usec[TICK_STAGE_DECIDE],
                   stage_usec[TICK_STAGE_APPLY]);
         return 0;
@@ -1344,8 +863,8 @@ const Plan *pipeline_plan(const Pipeline *p) {
 }
 
 const CpuLoad *pipeline_loads(const Pipeline *p, unsigned *ret_n) {
-        *ret_n = p ? p->n_loads : 0;
-        return p ? p->loads : NULL;
+        *ret_n = p ? p->sample.n_loads : 0;
+        return p ? p->sample.loads : NULL;
 }
 
 const char *pipeline_wake_source(const Pipeline *p) {
@@ -1353,21 +872,21 @@ const char *pipeline_wake_source(const Pipeline *p) {
 }
 
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p) {
-        return p ? p->sampler_ns_per_wakeup : 0;
+        return p ? p->sample.sampler_ns_per_wakeup : 0;
 }
 
 const IdleCpuStats *pipeline_idle_stats(const Pipeline *p, unsigned *ret_n) {
-        *ret_n = p && p->idle_stats ? p->n_idle_stats : 0;
-        return *ret_n ? p->idle_stats : NULL;
+        *ret_n = p && p->sample.idle_stats ? p->sample.n_idle_stats : 0;
+        return *ret_n ? p->sample.idle_stats : NULL;
 }
 
 const IdleSampler *pipeline_idle_sampler(const Pipeline *p) {
-        return p ? p->idle : NULL;
+        return p ? p->sample.idle : NULL;
 }
 
 void pipeline_energy(const Pipeline *p, EnergyEstimate *ret_estimate, double *ret_rapl_watts) {
-        *ret_estimate = p ? p->energy : (EnergyEstimate){ 0 };
-        *ret_rapl_watts = p && p->rapl ? p->rapl_watts : -1;
+        *ret_estimate = p ? p->sample.energy : (EnergyEstimate){ 0 };
+        *ret_rapl_watts = p && p->sample.rapl ? p->sample.rapl_watts : -1;
 }
 
 const GroupRule *pipeline_group_rules_of(const Pipeline *p, unsigned *ret_n) {
@@ -1386,9 +905,3 @@ static const char *const tick_stage_table[_TICK_STAGE_MAX] = {
         [TICK_STAGE_APPLY] = "apply",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(tick_stage, TickStage);
-
-static const char *const tick_kind_table[_TICK_KIND_MAX] = {
-        [TICK_REGULAR] = "regular",
-        [TICK_QUICK] = "quick",
-};
-DEFINE_STRING_TABLE_LOOKUP_TO_STRING(tick_kind, TickKind);

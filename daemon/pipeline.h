@@ -18,6 +18,7 @@
 #include "idle.h"
 #include "journal.h"
 #include "policy.h"
+#include "tick-clock.h" /* TickKind */
 #include "topology.h"
 #include "wake-graph.h"
 
@@ -45,20 +46,6 @@ typedef enum TickStage {
 
 /* "sample", "model", "decide", "apply"; NULL out of range. */
 const char *tick_stage_to_string(TickStage s);
-
-/*
- * Why a tick runs: its period came (regular), or something new appeared or
- * a placement is being measured, and the manager brought it forward (quick:
- * docs/design.md, "Deciding when something new appears").
- */
-typedef enum TickKind {
-        TICK_REGULAR,
-        TICK_QUICK,
-        _TICK_KIND_MAX,
-} TickKind;
-
-/* "regular", "quick"; NULL out of range. */
-const char *tick_kind_to_string(TickKind k);
 
 /* What one tick produced. groups are the caller's to free (group_array_free()). */
 typedef struct TickResult {

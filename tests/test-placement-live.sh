@@ -16,7 +16,9 @@
 #      and not restored over;
 #   8. a hackbench mesh (a) and a fan-out (b), each sized to need every CPU,
 #      are left to the kernel;
-#   9. --dry-run says "Would place" and changes nothing.
+#   9. --dry-run says "Would place" and changes nothing;
+#  10. out of memory in the sample (the test hook PLACED_TEST_FAIL_SAMPLE)
+#      stops each tick before apply: the packed pair stays packed.
 # Each step runs on its own (a failed step does not hide the others) and puts
 # back what it changed; the test checks at the end that nothing is left
 # changed (lib/common.sh, live_*). placed manages every task on the machine
@@ -264,6 +266,32 @@ step_dry_run() {
     ok "9. --dry-run: \"$(grep -m1 -o 'Would place pair group [^:]*' "$T/balanced.log")\", affinity unchanged"
 }
 
+# oom_ticks LOG: the ticks whose sample ran out of memory so far.
+oom_ticks() { grep -c "Sampling the tasks failed" "$1" || true; }
+oom_ticks_at_least() { [ "$(oom_ticks "$1")" -ge "$2" ]; }
+
+step_out_of_memory() {
+    local log=$T/balanced.log packed handed
+    pair_start
+    export PLACED_TEST_FAIL_SAMPLE=$T/oom
+    live_placed_start balanced
+    unset PLACED_TEST_FAIL_SAMPLE
+    wait_packed "$log"
+    packed=$(pair_affinity)
+    handed=$(grep -c "Handing" "$log" || true)
+    touch "$T/oom"
+    wait_for_ms 3000 oom_ticks_at_least "$log" 5 ||
+        fail "10. no tick said its sample ran out of memory: $(tail -n 20 "$log")"
+    [ "$(pair_affinity)" = "$packed" ] ||
+        fail "10. the pair moved while the sample ran out of memory: $packed -> $(pair_affinity)"
+    [ "$(grep -c "Handing" "$log" || true)" = "$handed" ] ||
+        fail "10. a group was handed back while the sample ran out of memory: $(grep Handing "$log")"
+    rm -f "$T/oom"
+    placed_stop TERM
+    pair_is "$all" "$all" || fail "10. SIGTERM did not restore the pair: $(pair_affinity)"
+    ok "10. $(oom_ticks "$log") ticks out of memory in the sample: the pair stayed on $packed, nothing handed back"
+}
+
 live_step 1+2 step_pack_and_sigterm
 live_step 3+4 step_sigkill_and_restore
 live_step 5 step_excluded
@@ -273,6 +301,7 @@ live_step 7b step_admin_moves
 live_step 8a step_mesh
 live_step 8b step_fanout
 live_step 9 step_dry_run
+live_step 10 step_out_of_memory
 
 live_check_restored
 ok "nothing left changed ($(wc -l <"$T/idle.start") idle values as at the start)"
