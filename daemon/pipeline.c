@@ -711,6 +711,13 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                         }
                         continue;
                 }
+                if (was && is && old->trial.verdict == TRIAL_KEPT &&
+                    pg->trial.verdict == TRIAL_RUNNING && pg->trial.recheck)
+                        log_info("Re-checking %s group %" PRIu64 " (first task %d): %s; a "
+                                 "switchback of its placement against the kernel's choice.",
+                                 group_class_to_string(g->class), g->id, (int)g->tasks[0].tid,
+                                 pg->trial.drifted ? "its figures drifted from its verdict's"
+                                                   : "its re-check is due");
                 if (was && is && old->trial.verdict == TRIAL_RUNNING &&
                     pg->trial.verdict == TRIAL_KEPT) {
                         const PlanTrial *t = &pg->trial;

@@ -116,7 +116,8 @@ typedef struct PlanTrial {
         TrialVerdict verdict;
         TrialMeasure measure; /* what the sides' rates count, per second */
         TrialArm arm;         /* the side of the window now running (the apply stage's) */
-        bool recheck;         /* this trial re-checks a kept placement */
+        bool recheck;         /* this trial re-checks a kept placement ... */
+        bool drifted;         /* ... at once, as its figures drifted (else: it was due) */
         unsigned windows;     /* windows measured in this trial */
         unsigned pairs;       /* pairs of adjacent windows compared */
         double open_rate;     /* progress of the first window of the pair now open */

@@ -55,6 +55,7 @@ static json_object *trial_to_json(const PlanTrial *t) {
                                        json_object_new_string(trial_measure_to_string(t->measure)));
         json_object_object_add(o, "arm", json_object_new_string(trial_arm_to_string(t->arm)));
         json_object_object_add(o, "recheck", json_object_new_boolean(t->recheck));
+        json_object_object_add(o, "drifted", json_object_new_boolean(t->drifted));
         json_object_object_add(o, "windows", json_object_new_int((int)t->windows));
         json_object_object_add(o, "pairs", json_object_new_int((int)t->pairs));
         json_object_object_add(o, "open_rate", json_object_new_double(t->open_rate));
@@ -227,6 +228,7 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         t->measure = (TrialMeasure)measure;
         t->arm = (TrialArm)arm;
         t->recheck = get_bool(tr, "recheck");
+        t->drifted = get_bool(tr, "drifted");
         t->windows = get_count(tr, "windows");
         t->pairs = get_count(tr, "pairs");
         t->open_rate = get_double(tr, "open_rate");

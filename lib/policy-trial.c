@@ -17,8 +17,8 @@
  * is kept only when the whole interval lies above the profile's keep_pct,
  * handed back as soon as it lies wholly below, and handed back too when
  * max_ticks windows still leave it straddling keep_pct: ties go to the
- * kernel. A lockstep pair that runs 2x faster packed shows it in 6 windows
- * (three pairs; at quick ticks 100 ms apart, about 0.6 s), a tie is called
+ * kernel. A lockstep pair that runs 2x faster packed shows it in 4 windows
+ * (two pairs; at quick ticks 100 ms apart, about 0.4 s), a tie is called
  * after 16 (about 2-3 s at the quick ticks' budget).
  *
  * A stream is judged by the bytes its two tasks move through read and
@@ -124,11 +124,12 @@ static void trial_estimate(PlanTrial *t) {
 }
 
 /* Starts a switchback; its first window is placed. */
-static void trial_start(PlanTrial *t, TrialMeasure m, bool recheck) {
+static void trial_start(PlanTrial *t, TrialMeasure m, bool recheck, bool drifted) {
         *t = (PlanTrial){ .verdict = TRIAL_RUNNING,
                           .measure = m,
                           .arm = TRIAL_ARM_PLACED,
                           .recheck = recheck,
+                          .drifted = drifted,
                           .reverts = t->reverts,
                           .checks = t->checks };
 }
@@ -153,8 +154,12 @@ static void trial_add_window(PlanTrial *t, const Group *g) {
         t->arm = policy_trial_arm(t->windows);
 }
 
-/* Return: whether a kept placement moved far from its figures at the verdict. */
-static bool trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) {
+bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) {
+        assert(p);
+        assert(t);
+        assert(g);
+        if (t->verdict != TRIAL_KEPT || g->unmeasured)
+                return false;
         double x = trial_progress(g, t->measure), k = t->kept_rate;
         double band = 1.0 + p->trial_recheck_drift_pct / 100.0;
         bool moved = k > 0 && (x * band < k || x > k * band);
@@ -247,7 +252,7 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, 
                         return;
                 }
                 /* Placed anew: at once, and the switchback measures it from here. */
-                trial_start(&t, policy_trial_measure(p, g), false);
+                trial_start(&t, policy_trial_measure(p, g), false, false);
                 pg->trial = t;
                 return;
         }
@@ -255,12 +260,14 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, 
                 pg->trial = t; /* nothing to learn this tick (advised: nothing applied) */
                 return;
         }
-        if (t.verdict == TRIAL_KEPT && (now_ns >= t.recheck_ns || trial_drifted(p, &t, g)))
-                trial_start(&t, t.measure, true); /* this tick opens its first window */
+        bool drifted = policy_trial_drifted(p, &t, g);
+        if (t.verdict == TRIAL_KEPT && (now_ns >= t.recheck_ns || drifted))
+                trial_start(&t, t.measure, true, drifted); /* this tick opens its first window */
         else if (t.verdict == TRIAL_RUNNING) {
                 trial_add_window(&t, g);
                 trial_judge(p, &t, cls, now_ns, pg);
         } else if (t.verdict != TRIAL_KEPT)
-                trial_start(&t, policy_trial_measure(p, g), false); /* placed, never judged */
+                trial_start(&t, policy_trial_measure(p, g), false,
+                            false); /* placed, never judged */
         pg->trial = t;
 }

@@ -16,6 +16,13 @@
 /* Return: what g's trial under p would count as progress (TrialMeasure in plan.h). */
 TrialMeasure policy_trial_measure(const Profile *p, const Group *g);
 
+/*
+ * Return: whether g's placement, kept by trial t, moved far from its
+ * figures at the verdict (its progress by recheck_drift_pct either way, or
+ * its wait for a CPU by max_run_loss_pct of a CPU): a re-check is due now.
+ */
+bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g);
+
 /* Return: the side of a switchback's window-th window (0: placed; ABBA order). */
 TrialArm policy_trial_arm(unsigned window);
 

@@ -751,8 +751,11 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         policy_kind_scopes(c, dg, latency, &allowed, &ks);
         bool over_budget =
                 p->runq_delay_budget_us > 0 && g->runq_delay_us > p->runq_delay_budget_us;
-        /* A placement on trial is judged by its verdict, delay included. */
-        bool widen = prev && prev->managed && over_budget && prev->trial.verdict != TRIAL_RUNNING;
+        /* A placement on trial is judged by its verdict, delay included, and
+         * so is a kept one that drifted: its re-check measures what widening
+         * would guess. */
+        bool widen = prev && prev->managed && over_budget && prev->trial.verdict != TRIAL_RUNNING &&
+                     !policy_trial_drifted(p, &prev->trial, g);
         pg->widen = prev ? prev->widen + (widen ? 1 : 0) : 0;
 
         /* The previous decision stands for dwell_ms, and while a new member

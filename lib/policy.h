@@ -40,6 +40,7 @@
  *                             "since_ns": N, "seen_ns": N, "reason": "...",
  *                             "trial": { "verdict": "kept", "measure": "bytes",  // else handoffs
  *                                        "arm": "placed" | "kernel", "recheck": false,
+ *                                        "drifted": false,
  *                                        "windows": N, "pairs": N, "open_rate": 1.0,
  *                                        "log_sum": 1.0, "log_sq": 1.0, "gain": 1.0,
  *                                        "gain_lo": 1.0, "gain_hi": 1.0,

@@ -419,7 +419,7 @@ static void test_trial_order(void **state) {
 
 /*
  * Steady figures: the interval is the gain itself, so a verdict comes at
- * [trial] ticks (6 windows), except a tie, which goes to the kernel after
+ * [trial] ticks (4 windows), except a tie, which goes to the kernel after
  * max_ticks (16).
  */
 typedef struct TrialCase {
@@ -434,22 +434,22 @@ typedef struct TrialCase {
 static void test_trial_verdicts(void **state) {
         static const TrialCase cases[] = {
                 /* the lockstep pipe pair: 9x packed */
-                { "balanced", 148000, 16000, 3, 5, TRIAL_KEPT, 6, NULL },
-                { "latency-first", 148000, 16000, 3, 5, TRIAL_KEPT, 6, NULL },
+                { "balanced", 148000, 16000, 3, 5, TRIAL_KEPT, 4, NULL },
+                { "latency-first", 148000, 16000, 3, 5, TRIAL_KEPT, 4, NULL },
                 /* a server with one client: 1.3x */
-                { "balanced", 39000, 30000, 6, 8, TRIAL_KEPT, 6, NULL },
+                { "balanced", 39000, 30000, 6, 8, TRIAL_KEPT, 4, NULL },
                 /* no change: a tie goes to the kernel; latency-first sees its 3% missing */
                 { "balanced", 30000, 30000, 8, 8, TRIAL_REVERTED, 16, "no clear gain" },
-                { "latency-first", 30000, 30000, 8, 8, TRIAL_REVERTED, 6, "did worse" },
+                { "latency-first", 30000, 30000, 8, 8, TRIAL_REVERTED, 4, "did worse" },
                 /* a 5% loss: power-first trades it for a sleeping CPU */
-                { "power-first", 28500, 30000, 8, 8, TRIAL_KEPT, 6, NULL },
-                { "balanced", 28500, 30000, 8, 8, TRIAL_REVERTED, 6, "did worse" },
+                { "power-first", 28500, 30000, 8, 8, TRIAL_KEPT, 4, NULL },
+                { "balanced", 28500, 30000, 8, 8, TRIAL_REVERTED, 4, "did worse" },
                 /* a 20% loss is too much even for power-first */
-                { "power-first", 24000, 30000, 8, 8, TRIAL_REVERTED, 6, "did worse" },
+                { "power-first", 24000, 30000, 8, 8, TRIAL_REVERTED, 4, "did worse" },
                 /* faster, but now waiting for the CPU past the budget */
-                { "balanced", 30500, 30000, 3000, 8, TRIAL_REVERTED, 6, "past the budget" },
+                { "balanced", 30500, 30000, 3000, 8, TRIAL_REVERTED, 4, "past the budget" },
                 /* waiting more, but within the budget */
-                { "balanced", 30500, 30000, 400, 8, TRIAL_KEPT, 6, NULL },
+                { "balanced", 30500, 30000, 400, 8, TRIAL_KEPT, 4, NULL },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 const TrialCase *tc = &cases[i];
@@ -526,16 +526,16 @@ static Plan *noise_trial(Scenario *s, Group *g, const Profile *p, const NoiseCas
 
 static void test_trial_noise(void **state) {
         static const NoiseCase cases[] = {
-                { "a 2x gain in 20% noise is kept in 6 windows",
+                { "a 2x gain in 20% noise is kept in 4 windows",
                   "balanced",
                   { 140000, 118000, 152000, 131000, 140000, 118000, 152000, 131000 },
                   { 70000, 61000, 78000, 66000, 70000, 61000, 78000, 66000 },
                   TRIAL_KEPT,
-                  6,
+                  4,
                   NULL },
                 { "one disturbed window does not hand a 2x gain back",
                   "balanced",
-                  { 140000, 140000, 60000, 140000, 138000, 141000, 139000, 140000 },
+                  { 140000, 60000, 140000, 140000, 138000, 141000, 139000, 140000 },
                   { 70000, 70000, 70000, 70000, 71000, 69000, 70000, 70000 },
                   TRIAL_KEPT,
                   10,
@@ -552,7 +552,7 @@ static void test_trial_noise(void **state) {
                   { 88000, 123000, 70000, 106000, 88000, 123000, 70000, 106000 },
                   { 100000, 140000, 80000, 120000, 100000, 140000, 80000, 120000 },
                   TRIAL_REVERTED,
-                  6,
+                  4,
                   "did worse" },
                 { "a workload speeding up on its own is no gain",
                   "balanced",
@@ -575,7 +575,7 @@ static void test_trial_noise(void **state) {
                 Scenario s;
                 Profile p = profile(tc->profile);
                 print_message("case %zu: %s (%s)\n", i, tc->what, tc->profile);
-                assert_int_equal(p.trial_ticks, 6);
+                assert_int_equal(p.trial_ticks, 4);
                 assert_int_equal(p.trial_max_ticks, 16);
                 scenario_init(&s, "topo-vm2", 0.0);
                 Group *g = add_group(&s, GROUP_PAIR, 2, 0.96, NULL);
@@ -806,6 +806,7 @@ static void test_trial_recheck(void **state) {
         t = &pg_of(plan, g)->trial;
         assert_int_equal(t->verdict, TRIAL_RUNNING);
         assert_true(t->recheck);
+        assert_false(t->drifted); /* it was due */
         assert_int_equal(t->measure, TRIAL_BY_HANDOFFS);
         assert_true(plan_group_applied(pg_of(plan, g))); /* its first window is placed */
         now = verdict + 30 * SEC_NS;
@@ -818,14 +819,17 @@ static void test_trial_recheck(void **state) {
         assert_int_equal(t->checks, 1);
         assert_int_equal(t->recheck_ns, now + 60 * SEC_NS); /* kept again: twice the wait */
 
-        /* It becomes a pipeline: packed, both stages wait for the one CPU. */
-        Fig pipeline_placed = { 40000, 1.0, 0.6, 900, 0 };
+        /* It becomes a pipeline: packed, both stages wait for the one CPU,
+         * past the run-queue budget: re-checked, not widened blind. */
+        Fig pipeline_placed = { 40000, 1.0, 0.6, 3000, 0 };
         Fig pipeline_kernel = { 70000, 1.8, 0.05, 5, 0 };
         now += SEC_NS;
         plan = switch_tick(&s, g, &p, plan, now, &pipeline_placed, &pipeline_kernel);
         t = &pg_of(plan, g)->trial;
         assert_int_equal(t->verdict, TRIAL_RUNNING); /* drifted: re-checked at once */
         assert_true(t->recheck);
+        assert_int_equal(pg_of(plan, g)->widen, 0);
+        assert_true(t->drifted);
         unsigned k = 0;
         while (pg_of(plan, g)->trial.verdict == TRIAL_RUNNING) {
                 now += WINDOW_NS;
@@ -947,7 +951,7 @@ static void test_trial_revert_and_backoff(void **state) {
         Group *g = add_group(&s, GROUP_PAIR, 2, 0.96, NULL);
         Plan *plan = NULL;
         uint64_t now = SEC_NS;
-        assert_int_equal(run_trial(&s, g, &p, &plan, &now, &loses, &kernel), 6);
+        assert_int_equal(run_trial(&s, g, &p, &plan, &now, &loses, &kernel), 4);
         assert_false(pg_of(plan, g)->managed); /* the dwell does not hold a trial's revert */
         assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_REVERTED);
         uint64_t retry = pg_of(plan, g)->trial.retry_ns;

@@ -348,6 +348,9 @@ WORKLOADS = {
     "threads": Workload(stock.wl_threads, "events/s", "higher",
                         "sysbench threads: 16 threads (--threads) contending one mutex", "noloss",
                         NOLOSS_TARGET, needs=(("sysbench", "sysbench"),)),
+    "pg-8c": Workload(stock.wl_pg_8c, "SELECT tps", "higher",
+                      "PostgreSQL + pgbench `-c 8 -j 2 -S`, unix socket", "noloss", NOLOSS_TARGET,
+                      setup=stock.pg_setup, needs=(("pgbench", "postgresql"),)),
     "redis-32c": Workload(stock.wl_redis_32c, "GET/s", "higher",
                           "redis-server + redis-benchmark `-c 32`, unix socket", "noloss",
                           NOLOSS_TARGET, setup=stock.redis_setup, needs=REDIS),
@@ -1260,7 +1263,7 @@ def on_sigterm(signum, frame):
 
 
 ALL_WORKLOADS = ("pair,pairs,mixed,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light,"
-                 "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c,"
+                 "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c,pg-8c,"
                  "redis-session,pg-session,udp-session,scale,scale-hackbench,planner")
 
 

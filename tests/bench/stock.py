@@ -480,9 +480,22 @@ def pg_setup(args, env):
 def wl_pg_1c(args, env):
     """pgbench -S (one indexed SELECT a transaction), one connection: the
     mean of its per-second progress reports after the warm-up."""
+    return pg_select(args, env, 1)
+
+
+def wl_pg_8c(args, env):
+    """pgbench -S with 8 connections (two pgbench threads): eight backends
+    and their clients, more than the CPUs, which must not lose."""
+    return pg_select(args, env, 8)
+
+
+def pg_select(args, env, clients):
+    """pgbench -S over clients connections: the mean of its per-second
+    progress reports after the warm-up."""
     warm, secs = int(round(args.warmup)), max(2, int(round(args.seconds)))
-    out, client = pgbench_watched(env, ["-c", "1", "-S", "-T", str(warm + secs), "-P", "1"],
-                                  warm + secs)
+    threads = ["-j", "2"] if clients > 1 else []
+    out, client = pgbench_watched(env, ["-c", str(clients)] + threads +
+                                  ["-S", "-T", str(warm + secs), "-P", "1"], warm + secs)
     tps = [(float(t), float(v)) for t, v in re.findall(r"progress: ([\d.]+) s, ([\d.]+) tps", out)]
     window = [v for t, v in tps if t > warm + 0.5]
     if len(window) < 2:
