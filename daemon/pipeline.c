@@ -658,8 +658,8 @@ static void pipeline_apply(Pipeline *p, const PipelineEnv *env, const Group *gro
  * Says, in the reason of each group placed anew this tick, how long after
  * its tasks' first notes it was placed, and whether at a quick tick: what
  * "placed in a blink" measures. The group as it is began no sooner than
- * the latest of them: a server's first note may be a client's before (a
- * redis server's second session said "4069 ms" where it took 70).
+ * the latest of them: a server's first note may have been with an
+ * earlier client.
  */
 static void pipeline_say_when(const Pipeline *p, const Group *groups, unsigned n, Plan *plan,
                               uint64_t now_ns, TickKind kind) {
