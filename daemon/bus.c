@@ -46,6 +46,8 @@
  *     CapacitySource s    what told the CPUs' capacities apart: "none", "cpu_capacity",
  *                         "cppc", "pmu" (lib/topology.h)                  const
  *     Asymmetric    b     the CPUs differ in kind or capacity             const
+ *     TopologySetAside as  optional topology files set aside, each "FILE: REASON"
+ *                         (docs/design.md, "Required and optional topology files")  const
  *   ("poll it": changes every tick, so no PropertiesChanged; clients poll.
  *   "const": the topology is read once, at start.)
  *
@@ -754,6 +756,25 @@ static int property_get_capacity_source(sd_bus *bus, const char *path, const cha
         return sd_bus_message_append(reply, "s", strna(topo_capacity_source_to_string(s)));
 }
 
+static int property_get_topology_set_aside(sd_bus *bus, const char *path, const char *interface,
+                                           const char *property, sd_bus_message *reply,
+                                           void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; m->topo && i < m->topo->n_set_aside; i++) {
+                _cleanup_free_ char *entry = NULL;
+                if (asprintf(&entry, "%s: %s", m->topo->set_aside[i].path,
+                             m->topo->set_aside[i].reason) < 0)
+                        return -ENOMEM;
+                r = sd_bus_message_append(reply, "s", entry);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
 static int property_get_asymmetric(sd_bus *bus, const char *path, const char *interface,
                                    const char *property, sd_bus_message *reply, void *userdata,
                                    sd_bus_error *error) {
@@ -794,6 +815,7 @@ static const sd_bus_vtable manager_vtable[] = {
         /* The topology is read once, at start. */
         SD_BUS_PROPERTY("CapacitySource", "s", property_get_capacity_source, 0, CONST),
         SD_BUS_PROPERTY("Asymmetric", "b", property_get_asymmetric, 0, CONST),
+        SD_BUS_PROPERTY("TopologySetAside", "as", property_get_topology_set_aside, 0, CONST),
 
         SD_BUS_METHOD_WITH_NAMES("SetProfile", "s", SD_BUS_PARAM(profile), "", , method_set_profile,
                                  SD_BUS_VTABLE_UNPRIVILEGED),

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "policy.h"
@@ -243,10 +244,9 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 static int dump_topology(const char *sysfs_root) {
         _cleanup_(topo_freep) Topology *t = NULL;
         _cleanup_free_ char *json = NULL;
-        int r = topo_load(sysfs_root ? sysfs_root : "/", &t);
+        int r = manager_load_topology(sysfs_root ? sysfs_root : "/", &t);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
-                                       sysfs_root ? sysfs_root : "/");
+                return r;
         r = topo_to_json(t, &json);
         if (r < 0)
                 return log_error_errno(r, "Failed to format the topology: %m");
@@ -254,29 +254,11 @@ static int dump_topology(const char *sysfs_root) {
         return 0;
 }
 
+/* A snapshot is the model of a machine: some megabytes at most. */
+#define SNAPSHOT_SIZE_MAX (256u * 1024 * 1024)
+
 static int read_file(const char *path, char **ret) {
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *out = open_memstream(&buf, &size);
-        int c, r = 0;
-        if (!out)
-                r = -ENOMEM;
-        while (out && (c = fgetc(f)) != EOF)
-                fputc(c, out);
-        if (ferror(f))
-                r = -EIO;
-        fclose(f);
-        if (out)
-                fclose(out);
-        if (r < 0) {
-                free(buf);
-                return r;
-        }
-        *ret = buf;
-        return 0;
+        return read_small_file_alloc(path, SNAPSHOT_SIZE_MAX, ret, NULL);
 }
 
 /* Errors and warnings of the configuration, each naming its file (and line). */
@@ -298,17 +280,16 @@ static int plan(const Args *a) {
 
         r = read_file(a->snapshot, &text);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the snapshot \"%s\": %m", a->snapshot);
+                return log_error_errno(r, "Failed to read the snapshot \"%s\": %s", a->snapshot,
+                                       read_small_file_strerror(r));
         r = policy_snapshot_from_json(text, &s);
         if (r < 0)
                 return log_error_errno(r, "\"%s\" is not a placed snapshot: %m", a->snapshot);
 
         const char *root = a->opts.sysfs_root ? a->opts.sysfs_root : s->topology;
-        r = topo_load(root ? root : "/", &t);
+        /* root may point into s: logged before it is freed. */
+        r = manager_load_topology(root ? root : "/", &t);
         if (r < 0) {
-                /* root may point into s: log before freeing it. */
-                log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
-                                root ? root : "/");
                 policy_snapshot_free(s);
                 return r;
         }

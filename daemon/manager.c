@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "fileio.h"
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
@@ -419,6 +420,36 @@ static int manager_check_paths(Manager *m) {
         return 0;
 }
 
+/* What stopped the load: a missing or empty required file is told apart. */
+static const char *topology_error_text(int r, const char *path) {
+        if (r == -EINVAL || r == -ERANGE)
+                return "not a list of CPUs 0-4095";
+        if (r == -ENOENT && access(path, F_OK) == 0)
+                return "names no CPU that is possible and online";
+        return read_small_file_strerror(r);
+}
+
+int manager_load_topology(const char *sysfs_root, Topology **ret) {
+        _cleanup_free_ char *path = NULL;
+        Topology *t;
+        int r = topo_load_full(sysfs_root, &t, &path);
+        if (r < 0 && path)
+                return log_error_errno(r,
+                                       "Failed to read the CPU topology under \"%s\": \"%s\": %s",
+                                       sysfs_root, path, topology_error_text(r, path));
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
+                                       sysfs_root);
+        for (unsigned i = 0; i < t->n_set_aside; i++)
+                log_warning("Setting aside \"%s\": %s.", t->set_aside[i].path,
+                            t->set_aside[i].reason);
+        if (t->n_set_aside_unlisted > 0)
+                log_warning("Setting aside %u more topology files, not listed.",
+                            t->n_set_aside_unlisted);
+        *ret = t;
+        return 0;
+}
+
 int manager_start(Manager *m) {
         assert(m);
         int r;
@@ -450,10 +481,9 @@ int manager_start(Manager *m) {
         m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
         m->interval_ms = m->opts.interval_ms ? m->opts.interval_ms : m->config.interval_ms;
 
-        r = topo_load(m->opts.sysfs_root, &m->topo);
+        r = manager_load_topology(m->opts.sysfs_root, &m->topo);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the CPU topology under \"%s\": %m",
-                                       m->opts.sysfs_root);
+                return r;
         log_info("Topology: %u CPUs online in %u cores, %u LLCs, %u packages, %u NUMA nodes.",
                  cpuset_count(&m->topo->online), m->topo->n_cores, m->topo->n_llcs,
                  m->topo->n_packages, m->topo->n_nodes);

@@ -136,6 +136,16 @@ Manager *manager_free(Manager *m);
  */
 int manager_start(Manager *m);
 
+/*
+ * manager_load_topology() - topo_load_full() under sysfs_root, said once,
+ * for the daemon, --dump-topology and --plan alike: an error names the
+ * required file that stopped it, and each optional file set aside is one
+ * warning naming it and what was wrong.
+ *
+ * Return: as topo_load_full(), the error logged.
+ */
+int manager_load_topology(const char *sysfs_root, Topology **ret);
+
 /* Runs the event loop until manager_exit(). Return: 0 or negative errno. */
 int manager_run(Manager *m);
 void manager_exit(Manager *m);

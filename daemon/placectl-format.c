@@ -154,6 +154,18 @@ static void print_topology_line(json_object *status, json_object *topology) {
         printf("; capacity from %s", json_get_str(status, "CapacitySource"));
 }
 
+/* The optional topology files placed set aside at start, one a line. */
+static void print_set_aside(json_object *status) {
+        json_object *list;
+        if (!json_object_object_get_ex(status, "TopologySetAside", &list) ||
+            json_object_array_length(list) == 0)
+                return;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                printf("\n%s ", i == 0 ? "    Set aside:" : "             ");
+                print_text_escaped(json_object_get_string(json_object_array_get_idx(list, i)));
+        }
+}
+
 /* { llcs, nodes, kinds: { KIND: { count, capacity_min, capacity_max } }, cpus: [...] }. */
 static json_object *topology_to_json(json_object *topology) {
         KindSummary kinds[ELEMENTSOF(core_kinds)];
@@ -320,6 +332,7 @@ void print_status_text(json_object *status, size_t n_groups, json_object *classe
                 printf(", RAPL %.1f W", watts);
         if (topology)
                 print_topology_line(status, topology);
+        print_set_aside(status);
         printf("\n     Counters: placement changes %s, reloads %s, ",
                json_get_str(status, "PlacementChanges"), json_get_str(status, "Reloads"));
         print_ticks(status);
@@ -355,6 +368,7 @@ json_object *status_to_json(json_object *status, json_object *classes, json_obje
                 { "EnergyEstimate", "energy_estimate" },
                 { "CapacitySource", "capacity_source" },
                 { "Asymmetric", "asymmetric" },
+                { "TopologySetAside", "topology_set_aside" },
         };
         json_object *o = json_object_new_object(), *v;
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)

@@ -14,7 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "macro.h"
+
+/* The longest cpulist of CPUSET_MAX_CPUS CPUs ("0,2,4,...": at most four digits and a comma
+ * each) and its newline, with room to spare. */
+#define CPUSET_FILE_MAX (CPUSET_MAX_CPUS * 6 + 2)
 
 unsigned cpuset_count(const CpuSet *s) {
         unsigned n = 0;
@@ -204,18 +209,13 @@ int cpuset_to_string(const CpuSet *s, char **ret) {
 }
 
 int cpuset_read_file(const char *path, CpuSet *ret) {
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        ssize_t len = getline(&line, &n, f);
-        int saved = errno;
-        bool eof = len < 0 && feof(f);
-        fclose(f);
-        if (eof)
-                return cpuset_parse("", ret);
-        if (len < 0)
-                return saved > 0 ? -saved : -EIO;
-        return cpuset_parse(line, ret);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = read_small_file_alloc(path, CPUSET_FILE_MAX, &text, &len);
+        if (r < 0)
+                return r;
+        if (memchr(text, '\0', len))
+                return -EINVAL;
+        text[strcspn(text, "\n")] = '\0'; /* the first line: the kernel writes one */
+        return cpuset_parse(text, ret);
 }

@@ -82,5 +82,12 @@ int cpuset_format(const CpuSet *s, char *buf, size_t size);
 /* cpuset_to_string() - allocating variant. Return: 0 or -ENOMEM. */
 int cpuset_to_string(const CpuSet *s, char **ret);
 
-/* cpuset_read_file() - read a cpulist file such as .../cpu/online. Return: 0 or negative errno. */
+/*
+ * cpuset_read_file() - read a cpulist file such as .../cpu/online: its first
+ * line, from a regular file of at most a cpulist of every CPU (fileio.h).
+ *
+ * Return: 0; -EINVAL for text that is no cpulist or holds a NUL byte;
+ * -ERANGE as cpuset_parse(); -EFBIG for a longer file; or negative errno as
+ * read_small_file().
+ */
 int cpuset_read_file(const char *path, CpuSet *ret);

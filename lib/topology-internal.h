@@ -7,6 +7,7 @@
 #pragma once
 
 #include <limits.h>
+#include <stdbool.h>
 
 #include "macro.h"
 #include "topology.h"
@@ -26,6 +27,8 @@ typedef struct CacheInfo CacheInfo;
 typedef struct Loader {
         char devices[PATH_MAX]; /* SYSFS_ROOT/sys/devices */
         char base[PATH_MAX];    /* SYSFS_ROOT/sys/devices/system */
+        char path[PATH_MAX];    /* the file read last: named when it is set aside or fails */
+        bool path_failed;       /* a required file failed: path names it */
         Topology *t;
         int *keys[_DOMAIN_MAX]; /* per CPU: equal keys = same domain */
         int *hw[_DOMAIN_MAX];   /* per CPU: the kernel's id of its domain */
@@ -34,24 +37,38 @@ typedef struct Loader {
 } Loader;
 
 /*
- * topo_loader_read_long() - a decimal file under l->base, the path formatted from
- * fmt ("cpu/cpu%d/cpu_capacity").
+ * topo_loader_read_long() - an optional decimal figure in lo..hi under
+ * l->base, the path formatted from fmt ("cpu/cpu%d/cpu_capacity"). A file
+ * that cannot be read, is not one decimal number or lies outside lo..hi is
+ * set aside (topo_loader_set_aside()) and reads as missing.
  *
- * Return: 0 and *ret set; -ENOENT when the file is missing; -EINVAL when it
- * does not hold one decimal number; other negative errno on read failures.
+ * Return: 0 and *ret set; -ENOENT when the file is missing or set aside;
+ * -ENOMEM or -ENAMETOOLONG.
  */
-_printf_(3, 4) int topo_loader_read_long(const Loader *l, long *ret, const char *fmt, ...);
+_printf_(5, 6) int topo_loader_read_long(Loader *l, long lo, long hi, long *ret, const char *fmt,
+                                         ...);
 
-/* topo_loader_read_cpuset() - a cpulist file under l->base. Return: as cpuset_read_file(). */
-_printf_(3, 4) int topo_loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...);
+/* topo_loader_read_cpuset() - an optional cpulist file under l->base, set aside as
+ * topo_loader_read_long() where it is no cpulist. Return: as topo_loader_read_long(). */
+_printf_(3, 4) int topo_loader_read_cpuset(Loader *l, CpuSet *ret, const char *fmt, ...);
+
+/* topo_loader_read_device_cpuset() - the same under l->devices (the hybrid PMUs). */
+_printf_(3, 4) int topo_loader_read_device_cpuset(Loader *l, CpuSet *ret, const char *fmt, ...);
+
+/*
+ * topo_loader_set_aside() - note that the file at l->path cannot be used, and
+ * why (the reason formatted from fmt); a file already noted is not noted again.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+_printf_(2, 3) int topo_loader_set_aside(Loader *l, const char *fmt, ...);
 
 /*
  * topo_kinds_load() - the kind and capacity of each online CPU, the capacity
  * source, the per-kind sets and the asymmetric flag (topology-kinds.c).
  * Needs the LLC domains built.
  *
- * Return: 0, -ENOMEM, or negative errno from a file that exists but cannot
- * be read or parsed.
+ * Return: 0 or -ENOMEM; files that cannot be used are set aside.
  */
 int topo_kinds_load(Loader *l);
 

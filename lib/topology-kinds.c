@@ -79,10 +79,11 @@ static const char *const topo_capacity_source_table[_TOPO_CAPACITY_SOURCE_MAX] =
 };
 DEFINE_STRING_TABLE_LOOKUP(topo_capacity_source, TopoCapacitySource);
 
-/* One decimal file per CPU: DIR<cpu>/FILE under SYSFS_ROOT/sys/devices/system. */
+/* One decimal file per CPU: DIR<cpu>/FILE under SYSFS_ROOT/sys/devices/system, in lo..hi. */
 typedef struct FigureFile {
         const char *dir;
         const char *file;
+        long hi; /* the highest value taken; the lowest is 1 */
 } FigureFile;
 
 /*
@@ -96,30 +97,28 @@ typedef struct FigureFile {
  * one cpufreq policy per CPU, so policyN is CPU N's.
  */
 static const FigureFile cppc_files[] = {
-        { "cpu/cpufreq/policy", "amd_pstate_highest_perf" },
-        { "cpu/cpu", "acpi_cppc/highest_perf" },
-        { "cpu/cpufreq/policy", "amd_pstate_prefcore_ranking" },
+        { "cpu/cpufreq/policy", "amd_pstate_highest_perf", UINT32_MAX },
+        { "cpu/cpu", "acpi_cppc/highest_perf", UINT32_MAX },
+        { "cpu/cpufreq/policy", "amd_pstate_prefcore_ranking", UINT32_MAX },
 };
 
 /*
- * Reads f for every online CPU into fig[] (0 where it is missing).
+ * Reads f for every online CPU into fig[] (0 where it is missing or set
+ * aside: 0 or less, or above f->hi, is no figure any kernel writes).
  *
- * Return: how many online CPUs have the file, or negative errno for one that
- * cannot be read or parsed or holds 0 or less.
+ * Return: how many online CPUs have a figure, or -ENOMEM.
  */
-static int figures_read(const Loader *l, const FigureFile *f, unsigned *fig) {
+static int figures_read(Loader *l, const FigureFile *f, unsigned *fig) {
         int n = 0;
 
         TOPO_FOREACH_CPU (cpu, l->t) {
                 long v;
-                int r = topo_loader_read_long(l, &v, "%s%d/%s", f->dir, cpu, f->file);
+                int r = topo_loader_read_long(l, 1, f->hi, &v, "%s%d/%s", f->dir, cpu, f->file);
                 fig[cpu] = 0;
                 if (r == -ENOENT)
                         continue;
                 if (r < 0)
                         return r;
-                if (v <= 0 || v > UINT_MAX)
-                        return -EINVAL;
                 fig[cpu] = (unsigned)v;
                 n++;
         }
@@ -142,8 +141,9 @@ static bool figures_differ(const Topology *t, const unsigned *fig) {
  * CPPC file that every online CPU has. A source counts only where its
  * figures differ: equal values tell nothing apart.
  */
-static int figures_load(const Loader *l, unsigned *fig, TopoCapacitySource *ret) {
-        static const FigureFile cpu_capacity = { "cpu/cpu", "cpu_capacity" };
+static int figures_load(Loader *l, unsigned *fig, TopoCapacitySource *ret) {
+        /* The scheduler's capacities never exceed SCHED_CAPACITY_SCALE. */
+        static const FigureFile cpu_capacity = { "cpu/cpu", "cpu_capacity", CAPACITY_SCALE };
         unsigned n_online = cpuset_count(&l->t->online);
         int r;
 
@@ -173,13 +173,9 @@ static int figures_load(const Loader *l, unsigned *fig, TopoCapacitySource *ret)
         return 0;
 }
 
-/* A hybrid PMU's cpus file (cpu_core, cpu_atom); a missing one is an empty set. */
-static int pmu_cpus_read(const Loader *l, const char *pmu, CpuSet *ret) {
-        char path[PATH_MAX];
-        int n = snprintf(path, sizeof(path), "%s/%s/cpus", l->devices, pmu);
-        if (n < 0 || (size_t)n >= sizeof(path))
-                return -ENAMETOOLONG;
-        int r = cpuset_read_file(path, ret);
+/* A hybrid PMU's cpus file (cpu_core, cpu_atom); a missing or set-aside one is an empty set. */
+static int pmu_cpus_read(Loader *l, const char *pmu, CpuSet *ret) {
+        int r = topo_loader_read_device_cpuset(l, ret, "%s/cpus", pmu);
         if (r == -ENOENT) {
                 cpuset_zero(ret);
                 return 0;
@@ -194,9 +190,9 @@ static int pmu_cpus_read(const Loader *l, const char *pmu, CpuSet *ret) {
  * tile). Needs the LLC domains.
  *
  * Return: 1 when the PMUs name online CPUs, 0 when they name none (not a
- * hybrid part), or negative errno.
+ * hybrid part), or -ENOMEM.
  */
-static int kinds_from_pmu(const Loader *l) {
+static int kinds_from_pmu(Loader *l) {
         Topology *t = l->t;
         CpuSet core, atom;
         int r;

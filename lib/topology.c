@@ -14,9 +14,14 @@
  * the CPU lists is optional: offline CPUs have no topology/ or cache/
  * directory, older x86 kernels (Debian 12's 6.1) have no cpu_capacity,
  * device-tree arm64 has no cache ids, and kernels without NUMA have no node/
- * directory. A missing file falls back to a sane default; a file that exists
- * but cannot be read or parsed is an error, because guessing then would hide
- * a real problem.
+ * directory. A missing file falls back to a sane default. Firmware gets
+ * these figures wrong in the field (partial CPPC tables, zero or all-ones
+ * values), so an optional file that exists but is empty, unparsable, out of
+ * range, unreadable or not a regular file falls back the same way and is
+ * set aside, named, for the daemon to report (docs/design.md, "Required and
+ * optional topology files"). Only cpu/possible and cpu/online stop the
+ * load, and the failed file is named then too. Every read is bounded
+ * (fileio.h): a FIFO or an endless file in a tree is refused, not waited on.
  */
 #include "topology.h"
 
@@ -36,8 +41,9 @@
 #include "macro.h"
 #include "topology-internal.h"
 
-#define CAPACITY_DEFAULT 1024u
-#define TOPO_MAX_CACHES  16 /* cache/indexM entries looked at per CPU */
+#define CAPACITY_DEFAULT     1024u
+#define TOPO_MAX_CACHES      16 /* cache/indexM entries looked at per CPU */
+#define TOPO_MAX_CACHE_LEVEL 16
 
 struct CacheInfo {
         unsigned level;
@@ -56,88 +62,222 @@ static void loader_done(Loader *l) {
         free(l->n_caches);
 }
 
-__attribute__((format(printf, 4, 0))) static int
-path_vformat(char *buf, size_t size, const char *base, const char *fmt, va_list ap) {
-        int n = snprintf(buf, size, "%s/", base);
-        if (n < 0 || (size_t)n >= size)
+/* The longest text a decimal figure or a cache type is read from. */
+#define FIGURE_TEXT_MAX 64
+/* The longest cpulist file: every CPU, four digits and a comma each, with room to spare. */
+#define CPULIST_TEXT_MAX (CPUSET_MAX_CPUS * 6 + 2)
+/* How much of a value a reason quotes. */
+#define QUOTE_MAX 32
+
+__attribute__((format(printf, 3, 0))) static int loader_vpath(Loader *l, const char *dir,
+                                                              const char *fmt, va_list ap) {
+        int n = snprintf(l->path, sizeof(l->path), "%s/", dir);
+        if (n < 0 || (size_t)n >= sizeof(l->path))
                 return -ENAMETOOLONG;
-        int m = vsnprintf(buf + n, size - (size_t)n, fmt, ap);
-        if (m < 0 || (size_t)m >= size - (size_t)n)
+        int m = vsnprintf(l->path + n, sizeof(l->path) - (size_t)n, fmt, ap);
+        if (m < 0 || (size_t)m >= sizeof(l->path) - (size_t)n)
                 return -ENAMETOOLONG;
         return 0;
 }
 
-/* Reads a small file (an id, a type word) without the trailing newline. */
-static int read_word(const char *path, char *buf, size_t size) {
-        int r = read_small_file_line(path, buf, size);
+_printf_(3, 4) static int loader_path(Loader *l, const char *dir, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = loader_vpath(l, dir, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+_printf_(2, 3) int topo_loader_set_aside(Loader *l, const char *fmt, ...) {
+        Topology *t = l->t;
+
+        for (unsigned i = 0; i < t->n_set_aside; i++)
+                if (strcmp(t->set_aside[i].path, l->path) == 0)
+                        return 0;
+        if (t->n_set_aside >= TOPO_SET_ASIDE_MAX) {
+                t->n_set_aside_unlisted++;
+                return 0;
+        }
+        if (t->n_set_aside == 0) {
+                t->set_aside = calloc(TOPO_SET_ASIDE_MAX, sizeof(TopoSetAside));
+                if (!t->set_aside)
+                        return -ENOMEM;
+        }
+        TopoSetAside *e = &t->set_aside[t->n_set_aside];
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&e->reason, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                e->reason = NULL;
+                return -ENOMEM;
+        }
+        e->path = strdup(l->path);
+        if (!e->path) {
+                e->reason = mfree(e->reason);
+                return -ENOMEM;
+        }
+        t->n_set_aside++;
+        return 0;
+}
+
+/* Sets l->path aside for reason; it then reads as missing. Return: -ENOENT or -ENOMEM. */
+#define SET_ASIDE(l, ...)                                       \
+        ({                                                      \
+                int _r = topo_loader_set_aside(l, __VA_ARGS__); \
+                _r < 0 ? _r : -ENOENT;                          \
+        })
+
+/* What a reason quotes of a value: its start, what is not printable as \xNN. */
+static const char *quote(const char *s, char buf[static QUOTE_MAX * 4 + 4]) {
+        size_t n = 0, i;
+        for (i = 0; s[i] && i < QUOTE_MAX; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+                        buf[n++] = (char)c;
+                else
+                        n += (size_t)sprintf(buf + n, "\\x%02x", c);
+        }
+        if (s[i])
+                n += (size_t)sprintf(buf + n, "...");
+        buf[n] = '\0';
+        return buf;
+}
+
+/* Sets l->path aside for the read error r. Return: -ENOENT or -ENOMEM. */
+static int set_aside_read_error(Loader *l, int r, size_t max) {
         if (r == -EFBIG)
-                return -EINVAL; /* longer than any word we expect */
-        return r < 0 ? r : 0;
+                return SET_ASIDE(l, "longer than %zu bytes", max);
+        if (r == -EBADFD || r == -EISDIR)
+                return SET_ASIDE(l, "%s", read_small_file_strerror(r));
+        return SET_ASIDE(l, "cannot be read: %s", read_small_file_strerror(r));
 }
 
-_printf_(4, 5) static int read_word_at(const Loader *l, char *buf, size_t size, const char *fmt,
-                                       ...) {
-        char path[PATH_MAX];
-        va_list ap;
-        va_start(ap, fmt);
-        int r = path_vformat(path, sizeof(path), l->base, fmt, ap);
-        va_end(ap);
-        if (r < 0)
+/*
+ * The optional text file at l->path, at most max bytes, without its
+ * trailing newlines and spaces.
+ *
+ * Return: 0 and *ret (caller frees); -ENOENT when missing or set aside; -ENOMEM.
+ */
+static int optional_text(Loader *l, size_t max, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = read_small_file_alloc(l->path, max, &text, &len);
+        if (r == -ENOENT || r == -ENOMEM)
                 return r;
-        return read_word(path, buf, size);
+        if (r < 0)
+                return set_aside_read_error(l, r, max);
+        if (memchr(text, '\0', len))
+                return SET_ASIDE(l, "%s", read_small_file_strerror(-EBADMSG));
+        while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                text[--len] = '\0';
+        *ret = TAKE_PTR(text);
+        return 0;
 }
 
-_printf_(3, 4) int topo_loader_read_long(const Loader *l, long *ret, const char *fmt, ...) {
-        char path[PATH_MAX], buf[64];
-        va_list ap;
-        va_start(ap, fmt);
-        int r = path_vformat(path, sizeof(path), l->base, fmt, ap);
-        va_end(ap);
+static int read_long_at(Loader *l, long lo, long hi, long *ret) {
+        _cleanup_free_ char *text = NULL;
+        char q[QUOTE_MAX * 4 + 4];
+        int r = optional_text(l, FIGURE_TEXT_MAX, &text);
         if (r < 0)
                 return r;
-        r = read_word(path, buf, sizeof(buf));
-        if (r < 0)
-                return r;
+        if (!text[0])
+                return SET_ASIDE(l, "empty, where a number was expected");
 
         char *end;
         errno = 0;
-        long v = strtol(buf, &end, 10);
-        if (errno != 0 || end == buf || *end != '\0')
-                return -EINVAL;
+        long v = strtol(text, &end, 10);
+        if (end == text || *end != '\0')
+                return SET_ASIDE(l, "\"%s\" is not a decimal number", quote(text, q));
+        if (errno == ERANGE || v < lo || v > hi)
+                return SET_ASIDE(l, "\"%s\" is out of range %ld..%ld", quote(text, q), lo, hi);
         *ret = v;
         return 0;
 }
 
-_printf_(3, 4) int topo_loader_read_cpuset(const Loader *l, CpuSet *ret, const char *fmt, ...) {
-        char path[PATH_MAX];
+_printf_(5, 6) int topo_loader_read_long(Loader *l, long lo, long hi, long *ret, const char *fmt,
+                                         ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = path_vformat(path, sizeof(path), l->base, fmt, ap);
+        int r = loader_vpath(l, l->base, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return r;
-        return cpuset_read_file(path, ret);
+        return read_long_at(l, lo, hi, ret);
 }
 
-/* A kernel id as a domain hw_id: -1 when absent or negative (the kernel prints -1 for none). */
-static int read_hw_id(const Loader *l, int cpu, const char *file, int *ret) {
+/* The first line of the optional cpulist at l->path. Return: as topo_loader_read_cpuset(). */
+static int read_cpuset_at(Loader *l, CpuSet *ret) {
+        _cleanup_free_ char *text = NULL;
+        char q[QUOTE_MAX * 4 + 4];
+        int r = optional_text(l, CPULIST_TEXT_MAX, &text);
+        if (r < 0)
+                return r;
+        text[strcspn(text, "\n")] = '\0';
+        if (cpuset_parse(text, ret) < 0)
+                return SET_ASIDE(l, "\"%s\" is no list of CPUs 0..%d", quote(text, q),
+                                 CPUSET_MAX_CPUS - 1);
+        return 0;
+}
+
+_printf_(3, 4) int topo_loader_read_cpuset(Loader *l, CpuSet *ret, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = loader_vpath(l, l->base, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        return read_cpuset_at(l, ret);
+}
+
+_printf_(3, 4) int topo_loader_read_device_cpuset(Loader *l, CpuSet *ret, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = loader_vpath(l, l->devices, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        return read_cpuset_at(l, ret);
+}
+
+/* The cache types the kernel writes (cache_type_string). Return: as topo_loader_read_long(). */
+static int read_cache_type(Loader *l, int cpu, int idx, bool *ret_instruction) {
+        static const char *const types[] = { "Data", "Instruction", "Unified" };
+        _cleanup_free_ char *text = NULL;
+        char q[QUOTE_MAX * 4 + 4];
+        int r = loader_path(l, l->base, "cpu/cpu%d/cache/index%d/type", cpu, idx);
+        if (r < 0)
+                return r;
+        r = optional_text(l, FIGURE_TEXT_MAX, &text);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(types); i++)
+                if (strcmp(text, types[i]) == 0) {
+                        *ret_instruction = i == 1;
+                        return 0;
+                }
+        return SET_ASIDE(l, "\"%s\" is no cache type (Data, Instruction, Unified)", quote(text, q));
+}
+
+/* A kernel id as a domain hw_id: -1 when absent, set aside or -1 (the kernel's "none"). */
+static int read_hw_id(Loader *l, int cpu, const char *file, int *ret) {
         long v;
-        int r = topo_loader_read_long(l, &v, "cpu/cpu%d/%s", cpu, file);
+        int r = topo_loader_read_long(l, -1, INT_MAX, &v, "cpu/cpu%d/%s", cpu, file);
         if (r == -ENOENT) {
                 *ret = -1;
                 return 0;
         }
         if (r < 0)
                 return r;
-        *ret = v < 0 || v > INT_MAX ? -1 : (int)v;
+        *ret = (int)v;
         return 0;
 }
 
 /*
- * The first of the sibling files that exists, restricted to online CPUs and
- * always holding cpu itself; fallback (or {cpu}) when none exists.
+ * The first of the sibling files that exists and can be used, restricted to
+ * online CPUs and always holding cpu itself; fallback (or {cpu}) when none.
  */
-static int read_siblings(const Loader *l, int cpu, const char *const *files, const CpuSet *fallback,
+static int read_siblings(Loader *l, int cpu, const char *const *files, const CpuSet *fallback,
                          CpuSet *ret) {
         CpuSet set;
         int r = -ENOENT;
@@ -156,30 +296,75 @@ static int read_siblings(const Loader *l, int cpu, const char *const *files, con
         return 0;
 }
 
+/* A required cpulist, cpu/NAME; on failure l->path names it. Return: as cpuset_read_file(). */
+static int read_required_cpuset(Loader *l, const char *name, CpuSet *ret) {
+        int r = loader_path(l, l->base, "cpu/%s", name);
+        if (r < 0)
+                return r;
+        r = cpuset_read_file(l->path, ret);
+        l->path_failed = r < 0;
+        return r;
+}
+
+/*
+ * cpu/possible and cpu/online, the two files placed needs. Old or partial
+ * trees without possible have present or online in its place; without
+ * online, whatever is possible minus cpuN/online = 0. Online CPUs are taken
+ * only within the possible ones: others have no cpuN/ directory.
+ */
 static int load_cpu_lists(Loader *l) {
         Topology *t = l->t;
         const char *const lists[] = { "possible", "present", "online" };
         int r = -ENOENT;
 
         for (size_t i = 0; i < ELEMENTSOF(lists) && r == -ENOENT; i++)
-                r = topo_loader_read_cpuset(l, &t->possible, "cpu/%s", lists[i]);
+                r = read_required_cpuset(l, lists[i], &t->possible);
+        if (r == -ENOENT) /* name the file that is required */
+                (void)read_required_cpuset(l, "possible", &t->possible);
         if (r < 0)
                 return r;
-        r = topo_loader_read_cpuset(l, &t->online, "cpu/online");
+        if (cpuset_is_empty(&t->possible)) {
+                l->path_failed = true;
+                return -ENOENT;
+        }
+
+        r = read_required_cpuset(l, "online", &t->online);
         if (r == -ENOENT) {
-                /* Old or partial trees: whatever is possible, minus cpuN/online = 0. */
+                l->path_failed = false;
                 t->online = t->possible;
                 CPUSET_FOREACH (cpu, &t->possible) {
                         long v;
-                        if (topo_loader_read_long(l, &v, "cpu/cpu%d/online", cpu) == 0 && v == 0)
+                        r = topo_loader_read_long(l, 0, 1, &v, "cpu/cpu%d/online", cpu);
+                        if (r == 0 && v == 0)
                                 cpuset_clear(&t->online, cpu);
+                        else if (r < 0 && r != -ENOENT)
+                                return r;
                 }
         } else if (r < 0)
                 return r;
 
-        cpuset_or(&t->possible, &t->possible, &t->online);
-        if (cpuset_is_empty(&t->online))
-                return -ENOENT;
+        if (!cpuset_is_subset(&t->online, &t->possible)) {
+                _cleanup_free_ char *outside = NULL, *possible = NULL;
+                CpuSet extra;
+                cpuset_andnot(&extra, &t->online, &t->possible);
+                r = loader_path(l, l->base, "cpu/online");
+                if (r >= 0)
+                        r = cpuset_to_string(&extra, &outside);
+                if (r >= 0)
+                        r = cpuset_to_string(&t->possible, &possible);
+                if (r >= 0)
+                        r = topo_loader_set_aside(
+                                l, "names CPUs %s outside cpu/possible (%s), which are left out",
+                                outside, possible);
+                if (r < 0)
+                        return r;
+                cpuset_and(&t->online, &t->online, &t->possible);
+        }
+        if (cpuset_is_empty(&t->online)) {
+                r = loader_path(l, l->base, "cpu/online");
+                l->path_failed = r >= 0;
+                return r < 0 ? r : -ENOENT;
+        }
         cpuset_andnot(&t->offline, &t->possible, &t->online);
         t->n_cpus = (unsigned)cpuset_last(&t->possible) + 1;
         return 0;
@@ -249,18 +434,21 @@ static int load_cpu_topology(Loader *l, int cpu) {
 
 /* Node of each online CPU from node/nodeN/cpulist; -1 without NUMA information. */
 static int load_nodes(Loader *l) {
-        char path[PATH_MAX];
         int r;
 
         CPUSET_FOREACH (cpu, &l->t->online) {
                 l->hw[DOMAIN_NODE][cpu] = -1;
         }
-        r = snprintf(path, sizeof(path), "%s/node", l->base);
-        if (r < 0 || (size_t)r >= sizeof(path))
-                return -ENAMETOOLONG;
-        DIR *d = opendir(path);
-        if (!d)
-                return errno == ENOENT || errno == ENOTDIR ? 0 : negative_errno();
+        r = loader_path(l, l->base, "node");
+        if (r < 0)
+                return r;
+        DIR *d = opendir(l->path);
+        if (!d) {
+                if (errno == ENOENT || errno == ENOTDIR)
+                        return 0;
+                r = set_aside_read_error(l, negative_errno(), 0);
+                return r == -ENOENT ? 0 : r;
+        }
 
         r = 0;
         for (struct dirent *de; r >= 0 && (de = readdir(d));) {
@@ -275,6 +463,8 @@ static int load_nodes(Loader *l) {
                         r = 0;
                         continue;
                 }
+                if (r < 0)
+                        break;
                 cpuset_and(&cpus, &cpus, &l->t->online);
                 CPUSET_FOREACH (cpu, &cpus) {
                         int *cur = &l->hw[DOMAIN_NODE][cpu];
@@ -386,20 +576,20 @@ static int load_cpu_caches(Loader *l, int cpu) {
 
         for (int idx = 0; idx < TOPO_MAX_CACHES; idx++) {
                 long level;
-                char type[32];
+                bool instruction = false;
                 CpuSet shared;
 
-                r = topo_loader_read_long(l, &level, "cpu/cpu%d/cache/index%d/level", cpu, idx);
+                /* A level that is missing or set aside ends the CPU's caches. */
+                r = topo_loader_read_long(l, 1, TOPO_MAX_CACHE_LEVEL, &level,
+                                          "cpu/cpu%d/cache/index%d/level", cpu, idx);
                 if (r == -ENOENT)
                         break;
                 if (r < 0)
                         return r;
-                if (level <= 0 || level > 16)
-                        return -EINVAL;
-                r = read_word_at(l, type, sizeof(type), "cpu/cpu%d/cache/index%d/type", cpu, idx);
+                r = read_cache_type(l, cpu, idx, &instruction);
                 if (r < 0 && r != -ENOENT)
                         return r;
-                if (r == 0 && strcmp(type, "Instruction") == 0)
+                if (instruction)
                         continue;
                 r = topo_loader_read_cpuset(l, &shared, "cpu/cpu%d/cache/index%d/shared_cpu_list",
                                             cpu, idx);
@@ -463,6 +653,25 @@ static void choose_llcs(Loader *l) {
         }
 }
 
+/*
+ * The threads of a core share its cluster, LLC and package: each CPU takes
+ * the keys of its core's lowest CPU. Consistent trees already agree; where a
+ * file was missing or set aside for one thread, this keeps the domains
+ * nested.
+ */
+static void keys_follow_cores(Loader *l) {
+        static const TopoDomainKind domains[] = { DOMAIN_CLUSTER, DOMAIN_LLC, DOMAIN_PACKAGE };
+        const Topology *t = l->t;
+
+        TOPO_FOREACH_CPU (cpu, t) {
+                int first = cpuset_first(&t->cores[t->cpus[cpu].core].cpus);
+                for (size_t i = 0; first != cpu && i < ELEMENTSOF(domains); i++) {
+                        l->keys[domains[i]][cpu] = l->keys[domains[i]][first];
+                        l->hw[domains[i]][cpu] = l->hw[domains[i]][first];
+                }
+        }
+}
+
 static int build_all(Loader *l) {
         static const TopoDomainKind order[] = { DOMAIN_CLUSTER, DOMAIN_LLC, DOMAIN_PACKAGE,
                                                 DOMAIN_NODE };
@@ -489,48 +698,64 @@ static int loader_init(Loader *l, const char *sysfs_root) {
         return l->t ? 0 : -ENOMEM;
 }
 
-int topo_load(const char *sysfs_root, Topology **ret) {
+/* Everything after the CPU lists: each file here is optional. */
+static int load_optional(Loader *l) {
+        int r = loader_alloc(l, l->t->n_cpus);
+        if (r < 0)
+                return r;
+
+        TOPO_FOREACH_CPU (cpu, l->t) {
+                r = load_cpu_topology(l, cpu);
+                if (r < 0)
+                        return r;
+        }
+        r = load_nodes(l);
+        if (r < 0)
+                return r;
+        r = domains_build(l, DOMAIN_CORE);
+        if (r < 0)
+                return r;
+        TOPO_FOREACH_CPU (cpu, l->t) {
+                r = load_cpu_caches(l, cpu);
+                if (r < 0)
+                        return r;
+        }
+        choose_llcs(l);
+        keys_follow_cores(l);
+        r = build_all(l);
+        if (r < 0)
+                return r;
+        return topo_kinds_load(l);
+}
+
+int topo_load_full(const char *sysfs_root, Topology **ret, char **error_path) {
         _cleanup_(loader_done) Loader l = {};
         int r;
 
+        if (error_path)
+                *error_path = NULL;
         if (!sysfs_root || !ret)
                 return -EINVAL;
         r = loader_init(&l, sysfs_root);
         if (r < 0)
                 return r;
         r = load_cpu_lists(&l);
-        if (r < 0)
-                return r;
-        r = loader_alloc(&l, l.t->n_cpus);
-        if (r < 0)
-                return r;
-
-        TOPO_FOREACH_CPU (cpu, l.t) {
-                r = load_cpu_topology(&l, cpu);
-                if (r < 0)
-                        return r;
+        if (r >= 0) {
+                l.path_failed = false;
+                r = load_optional(&l);
         }
-        r = load_nodes(&l);
-        if (r < 0)
+        if (r < 0) {
+                if (error_path && l.path_failed)
+                        *error_path = strdup(l.path);
                 return r;
-        r = domains_build(&l, DOMAIN_CORE);
-        if (r < 0)
-                return r;
-        TOPO_FOREACH_CPU (cpu, l.t) {
-                r = load_cpu_caches(&l, cpu);
-                if (r < 0)
-                        return r;
         }
-        choose_llcs(&l);
-        r = build_all(&l);
-        if (r < 0)
-                return r;
-        r = topo_kinds_load(&l);
-        if (r < 0)
-                return r;
 
         *ret = TAKE_PTR(l.t);
         return 0;
+}
+
+int topo_load(const char *sysfs_root, Topology **ret) {
+        return topo_load_full(sysfs_root, ret, NULL);
 }
 
 int topo_new_uniform(unsigned packages, unsigned llcs_per_package, unsigned cores_per_llc,
@@ -593,6 +818,11 @@ Topology *topo_free(Topology *t) {
         free(t->llcs);
         free(t->packages);
         free(t->nodes);
+        for (unsigned i = 0; i < t->n_set_aside; i++) {
+                free(t->set_aside[i].path);
+                free(t->set_aside[i].reason);
+        }
+        free(t->set_aside);
         free(t);
         return NULL;
 }
@@ -696,6 +926,24 @@ static int json_add_counts(json_object *o, const Topology *t) {
         return json_add(o, "asymmetric", json_object_new_boolean(t->asymmetric));
 }
 
+/* "set_aside": [{path, reason}], and how many more were not listed. */
+static int json_add_set_aside(json_object *obj, const Topology *t) {
+        _cleanup_(json_putp) json_object *list = json_object_new_array();
+        if (!list)
+                return -ENOMEM;
+        for (unsigned i = 0; i < t->n_set_aside; i++) {
+                _cleanup_(json_putp) json_object *e = json_object_new_object();
+                if (!e || json_add(e, "path", json_object_new_string(t->set_aside[i].path)) < 0 ||
+                    json_add(e, "reason", json_object_new_string(t->set_aside[i].reason)) < 0 ||
+                    json_array_append(list, TAKE_PTR(e)) < 0)
+                        return -ENOMEM;
+        }
+        int r = json_add(obj, "set_aside", TAKE_PTR(list));
+        if (r < 0)
+                return r;
+        return json_add(obj, "set_aside_unlisted", json_object_new_int64(t->n_set_aside_unlisted));
+}
+
 int topo_to_json(const Topology *t, char **ret) {
         _cleanup_(json_putp) json_object *o = json_object_new_object();
         json_object *llcs, *cpus;
@@ -721,6 +969,8 @@ int topo_to_json(const Topology *t, char **ret) {
         for (unsigned cpu = 0; r >= 0 && cpu < t->n_cpus; cpu++)
                 if (cpuset_isset(&t->possible, (int)cpu))
                         r = json_array_append(cpus, json_cpu(&t->cpus[cpu]));
+        if (r >= 0)
+                r = json_add_set_aside(o, t);
         if (r < 0)
                 return r;
 

@@ -8,6 +8,12 @@
  * Domains are numbered densely (0..n-1) in order of their lowest CPU, so the
  * same machine always yields the same ids. Only online CPUs belong to a
  * domain; a domain with no online CPU is not listed.
+ *
+ * Only cpu/possible and cpu/online are required; every other file is an
+ * optional figure (docs/design.md, "Required and optional topology files").
+ * One that exists but cannot be used is set aside as if it were missing and
+ * listed in Topology.set_aside, for the caller to report: the library does
+ * not log.
  */
 #pragma once
 
@@ -58,6 +64,15 @@ typedef struct TopoDomain {
         CpuSet cpus; /* online CPUs in this domain */
 } TopoDomain;
 
+/* An optional file that could not be used, and why; its figure falls back as if it were missing. */
+typedef struct TopoSetAside {
+        char *path;   /* the file, under the sysfs root */
+        char *reason; /* the value it held and what is wrong with it, or the read error */
+} TopoSetAside;
+
+/* Files listed in Topology.set_aside at most; the rest are only counted. */
+#define TOPO_SET_ASIDE_MAX 64u
+
 typedef struct Topology {
         CpuSet possible;
         CpuSet online;
@@ -84,14 +99,29 @@ typedef struct Topology {
         CpuSet kind_cpus[_TOPO_CORE_KIND_MAX]; /* online CPUs of each kind */
         TopoCapacitySource capacity_source;
         bool asymmetric; /* CPUs differ in kind or capacity (big.LITTLE, hybrid) */
+
+        TopoSetAside *set_aside; /* optional files set aside, each once, in the order read; owned */
+        unsigned n_set_aside;
+        unsigned n_set_aside_unlisted; /* set aside past TOPO_SET_ASIDE_MAX */
 } Topology;
 
 /*
- * topo_load() - read the topology under sysfs_root ("/" for the live system).
+ * topo_load_full() - read the topology under sysfs_root ("/" for the live
+ * system). Optional files that cannot be used are set aside
+ * (Topology.set_aside), never an error.
+ * @error_path: where not NULL, set on failure to the required file that
+ *   stopped the load (caller frees), or NULL where no file is to blame
+ *   (-ENOMEM, a root too long for a path).
  *
- * Return: 0 and *ret set; -ENOENT when sysfs_root has no CPUs; other negative
- * errno on read failures. *ret untouched on failure.
+ * Return: 0 and *ret set; -ENOENT when cpu/possible (nor cpu/present or
+ * cpu/online in its place) is missing or no possible CPU is online; -EINVAL
+ * when cpu/possible or cpu/online is no cpulist; other negative errno when
+ * one cannot be read (-EFBIG, -EBADFD as read_small_file()). *ret untouched
+ * on failure.
  */
+int topo_load_full(const char *sysfs_root, Topology **ret, char **error_path);
+
+/* topo_load() - topo_load_full() without the failed file's name. */
 int topo_load(const char *sysfs_root, Topology **ret);
 
 /*
@@ -111,7 +141,8 @@ Topology *topo_free(Topology *t);
  * "offline", "llcs" [{id, cpus, level}], "cores", "clusters", "packages",
  * "nodes", "asymmetric", "capacity_source", "kinds" {performance, efficient,
  * low-power: cpulists}, "cpus" [{cpu, core, cluster, llc, package, node,
- * kind (null when offline), capacity}]). Caller frees *ret.
+ * kind (null when offline), capacity}], "set_aside" [{path, reason}],
+ * "set_aside_unlisted"). Caller frees *ret.
  *
  * Return: 0 or -ENOMEM.
  */

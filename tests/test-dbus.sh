@@ -80,7 +80,7 @@ check_introspection() {
     for member in ActiveProfile Profiles Mode Version WakeSource Holds Groups PlacementChanges \
         Reloads Ticks QuickTicks TickCostUSec TickStagesUSec EnergyEstimate EnergyWatts \
         SamplerNsPerWakeup SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost \
-        CapacitySource Asymmetric SetProfile Reload Restore ListGroups Explain WakeGraph Snapshot \
+        CapacitySource Asymmetric TopologySetAside SetProfile Reload Restore ListGroups Explain WakeGraph Snapshot \
         CpuStats CpuTopology HoldProfile ReleaseProfile PlacementChanged; do
         grep -q "^\.$member " "$T/introspect" || fail "introspection lacks $member"
     done
@@ -94,6 +94,7 @@ check_introspection() {
     grep -q '^\.QuickTicks  *property  *t ' "$T/introspect" || fail "QuickTicks type: $(grep QuickTicks "$T/introspect")"
     grep -q '^\.CapacitySource  *property  *s .* const$' "$T/introspect" || fail "CapacitySource: $(grep CapacitySource "$T/introspect")"
     grep -q '^\.Asymmetric  *property  *b .* const$' "$T/introspect" || fail "Asymmetric: $(grep Asymmetric "$T/introspect")"
+    grep -q '^\.TopologySetAside  *property  *as .* const$' "$T/introspect" || fail "TopologySetAside: $(grep TopologySetAside "$T/introspect")"
     for member in Ticks QuickTicks TickStagesUSec EnergyEstimate EnergyWatts SamplerNsPerWakeup \
         SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost; do
         grep -q "^\.$member .* -$" "$T/introspect" || fail "$member should not emit (once a tick)"
@@ -746,6 +747,7 @@ check_hybrid_topology() {
     start_placed --dry-run --sysfs-root "$fx" --procfs-root "$T/hybrid-proc"
     prop_is CapacitySource 's "cppc"'
     prop_is Asymmetric 'b true'
+    prop_is TopologySetAside 'as 0'
     topology_agrees "$fx"
     bj CpuTopology | python3 -c '
 import json, sys

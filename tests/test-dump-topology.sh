@@ -73,3 +73,42 @@ set -e
 [ $rc -ne 0 ] || fail "--dump-topology on an empty root succeeded"
 grep -q "$T" "$T/out" || fail "error does not name the root: $(cat "$T/out")"
 ok "empty root refused: $(sed 's/^<[0-9]>//' "$T/out")"
+
+# Hostile trees: an optional file that cannot be used is set aside with one
+# warning naming it, and the rest is read as before; a required file that is
+# a FIFO, /dev/zero or 100 MB stops placed at once, named. (A FIFO used to
+# hang the loader until killed.)
+cp -R "$fx/topo-biglittle" "$T/hostile"
+cpu=$T/hostile/sys/devices/system/cpu
+rm "$cpu/cpu5/cpu_capacity" && mkfifo "$cpu/cpu5/cpu_capacity"
+echo 4294967299 >"$cpu/cpu1/cache/index2/level"
+timeout 10 "$placed" --dump-topology --sysfs-root "$T/hostile" >"$T/hostile.json" 2>"$T/hostile.err" ||
+    fail "--dump-topology on a tree with a FIFO failed: $(cat "$T/hostile.err")"
+[ "$(grep -c 'Setting aside' "$T/hostile.err")" = 2 ] || fail "not one warning per file: $(cat "$T/hostile.err")"
+grep -qF "Setting aside \"$cpu/cpu5/cpu_capacity\": not a regular file." "$T/hostile.err" ||
+    fail "the FIFO is not named: $(cat "$T/hostile.err")"
+python3 - "$T/hostile.json" "$cpu" <<'PY' || fail "set-aside list of the hostile tree"
+import json, sys
+t, cpu = json.load(open(sys.argv[1])), sys.argv[2]
+assert [a["path"] for a in t["set_aside"]] == [cpu + "/cpu1/cache/index2/level", cpu + "/cpu5/cpu_capacity"], t["set_aside"]
+assert t["set_aside"][0]["reason"] == '"4294967299" is out of range 1..16', t["set_aside"]
+assert t["cpus"][5]["capacity"] == 1024 and t["cpus"][1]["capacity"] == 446, t["cpus"]
+PY
+ok "hostile tree: $(sed 's/^<[0-9]>//' "$T/hostile.err" | tr '\n' ' ')"
+
+for what in fifo zero big; do
+    rm -f "$cpu/online"
+    case $what in
+    fifo) mkfifo "$cpu/online" ;;
+    zero) ln -s /dev/zero "$cpu/online" ;;
+    big) head -c 100000000 /dev/zero | tr '\0' '1' >"$cpu/online" ;;
+    esac
+    set +e
+    timeout 10 "$placed" --dump-topology --sysfs-root "$T/hostile" >"$T/out" 2>&1
+    rc=$?
+    set -e
+    [ $rc = 1 ] || fail "$what as cpu/online: exit $rc: $(cat "$T/out")"
+    grep -qF "\"$cpu/online\"" "$T/out" || fail "$what as cpu/online is not named: $(cat "$T/out")"
+    ok "$what as cpu/online refused: $(sed 's/^<[0-9]>//' "$T/out")"
+done
+rm -f "$cpu/online"

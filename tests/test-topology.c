@@ -523,29 +523,62 @@ static void test_fallback_no_online_file(void **state) {
         assert_cpulist(&t->offline, "2");
 }
 
+/* The path error_path names ends in suffix, and is freed. */
+static void assert_named(char **error_path, const char *suffix) {
+        assert_non_null(*error_path);
+        size_t n = strlen(*error_path), m = strlen(suffix);
+        assert_true(n >= m);
+        assert_string_equal(*error_path + n - m, suffix);
+        *error_path = mfree(*error_path);
+}
+
+/* Only cpu/possible and cpu/online stop the load, and the error names the file. */
 static void test_errors(void **state) {
         _cleanup_(tree_remove) char *root = tree_new();
         Topology *sentinel = (Topology *)&sentinel, *t = sentinel;
+        char *path = NULL;
 
-        assert_int_equal(topo_load(root, &t), -ENOENT);
+        assert_int_equal(topo_load_full(root, &t, &path), -ENOENT);
+        assert_named(&path, "/sys/devices/system/cpu/possible");
         assert_int_equal(topo_load("/nonexistent-placed-root", &t), -ENOENT);
         tree_put(root, "", "cpu/possible");
-        assert_int_equal(topo_load(root, &t), -ENOENT);
+        assert_int_equal(topo_load_full(root, &t, &path), -ENOENT);
+        assert_named(&path, "/sys/devices/system/cpu/possible");
         tree_put(root, "0-1", "cpu/possible");
         tree_put(root, "zero", "cpu/online");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
-        tree_put(root, "0-1", "cpu/online");
-        tree_put(root, "seven", "cpu/cpu1/topology/core_id");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
-        tree_put(root, "7", "cpu/cpu1/topology/core_id");
-        tree_put(root, "-5", "cpu/cpu0/cpu_capacity");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
+        assert_int_equal(topo_load_full(root, &t, &path), -EINVAL);
+        assert_named(&path, "/sys/devices/system/cpu/online");
+        tree_put(root, "4-5", "cpu/online"); /* no possible CPU online */
+        assert_int_equal(topo_load_full(root, &t, &path), -ENOENT);
+        assert_named(&path, "/sys/devices/system/cpu/online");
         assert_ptr_equal(t, sentinel);
 
+        /* Optional files that cannot be used are set aside; online is taken within possible. */
+        tree_put(root, "0-3", "cpu/online");
+        tree_put(root, "seven", "cpu/cpu1/topology/core_id");
+        tree_put(root, "-5", "cpu/cpu0/cpu_capacity");
+        assert_int_equal(topo_load_full(root, &t, &path), 0);
+        assert_null(path);
+        assert_invariants(t);
+        assert_cpulist(&t->online, "0-1");
+        assert_int_equal(t->n_set_aside, 3);
+        assert_string_equal(t->set_aside[0].reason,
+                            "names CPUs 2-3 outside cpu/possible (0-1), which are left out");
+        assert_non_null(strstr(t->set_aside[1].path, "/cpu1/topology/core_id"));
+        assert_string_equal(t->set_aside[1].reason, "\"seven\" is not a decimal number");
+        assert_non_null(strstr(t->set_aside[2].path, "/cpu0/cpu_capacity"));
+        assert_string_equal(t->set_aside[2].reason, "\"-5\" is out of range 1..1024");
+        assert_int_equal(t->cores[1].hw_id, -1);
+        assert_false(t->asymmetric);
+        t = topo_free(t);
+
         /* A CPU without cpu_capacity has the kernel's default, 1024. */
+        tree_put(root, "0-1", "cpu/online");
+        tree_put(root, "7", "cpu/cpu1/topology/core_id");
         tree_put(root, "512", "cpu/cpu0/cpu_capacity");
         assert_int_equal(topo_load(root, &t), 0);
         assert_invariants(t);
+        assert_int_equal(t->n_set_aside, 0);
         assert_true(t->asymmetric);
         assert_int_equal(t->cpus[1].capacity, 1024);
         assert_int_equal(t->cpus[0].kind, TOPO_CORE_EFFICIENT);
@@ -742,32 +775,242 @@ static void test_kinds_cppc_partial_and_tiers(void **state) {
         assert_capacities(u, (const unsigned[]){ 1024, 1024, 649, 649, 427, 427 }, 6);
 }
 
-/* A kind or capacity file that exists but cannot be parsed is an error, not a guess. */
-static void test_kinds_errors(void **state) {
+/*
+ * A kind or capacity file that cannot be used is set aside as if missing: a
+ * CPPC file that one CPU cannot give says nothing, the next source decides.
+ */
+static void test_kinds_set_aside(void **state) {
         _cleanup_(tree_remove) char *root = tree_cpus(2);
-        Topology *sentinel = (Topology *)&sentinel, *t = sentinel;
+        _cleanup_(topo_freep) Topology *t = NULL, *u = NULL, *v = NULL;
 
         tree_put(root, "60", "cpu/cpu0/acpi_cppc/highest_perf");
         tree_put(root, "fast", "cpu/cpu1/acpi_cppc/highest_perf");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
-        tree_put(root, "0", "cpu/cpu1/acpi_cppc/highest_perf");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
-        tree_put(root, "4294967296", "cpu/cpu1/acpi_cppc/highest_perf");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
+        assert_int_equal(topo_load(root, &t), 0);
+        assert_int_equal(t->capacity_source, TOPO_CAPACITY_NONE);
+        assert_int_equal(t->n_set_aside, 1);
+        assert_non_null(strstr(t->set_aside[0].path, "cpu1/acpi_cppc/highest_perf"));
+
+        /* amd_pstate_highest_perf cannot be used on CPU 1: acpi_cppc decides. */
         tree_put(root, "35", "cpu/cpu1/acpi_cppc/highest_perf");
         tree_put(root, "166 ", "cpu/cpufreq/policy0/amd_pstate_highest_perf");
-        tree_put(root, "-", "cpu/cpufreq/policy1/amd_pstate_highest_perf");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
-        tree_put(root, "166", "cpu/cpufreq/policy1/amd_pstate_highest_perf");
+        tree_put(root, "0", "cpu/cpufreq/policy1/amd_pstate_highest_perf");
         tree_write(root, "cpu_atom/cpus", "one");
-        assert_int_equal(topo_load(root, &t), -EINVAL);
-        assert_ptr_equal(t, sentinel);
+        assert_int_equal(topo_load(root, &u), 0);
+        assert_int_equal(u->capacity_source, TOPO_CAPACITY_CPPC);
+        assert_kinds(u, "0", "1", "");
+        assert_int_equal(u->n_set_aside, 2);
+        assert_string_equal(u->set_aside[0].reason, "\"0\" is out of range 1..4294967295");
+        assert_non_null(strstr(u->set_aside[1].path, "/sys/devices/cpu_atom/cpus"));
+        assert_string_equal(u->set_aside[1].reason, "\"one\" is no list of CPUs 0..4095");
 
         tree_write(root, "cpu_atom/cpus", "1");
-        assert_int_equal(topo_load(root, &t), 0);
-        assert_kinds(t, "0", "1", "");
-        assert_int_equal(t->capacity_source, TOPO_CAPACITY_CPPC);
-        topo_free(t);
+        tree_put(root, "166", "cpu/cpufreq/policy1/amd_pstate_highest_perf");
+        assert_int_equal(topo_load(root, &v), 0);
+        assert_kinds(v, "0", "1", "");
+        assert_int_equal(v->capacity_source, TOPO_CAPACITY_CPPC);
+        assert_int_equal(v->n_set_aside, 0);
+}
+
+/* ---- optional files that cannot be used ---- */
+
+typedef enum FigureClass {
+        FIGURE_NUMBER, /* a positive figure: capacity, CPPC, cache level */
+        FIGURE_ID,     /* a kernel id, -1 for none */
+        FIGURE_LIST,   /* a cpulist, which may be empty */
+        FIGURE_WORD,   /* a cache type */
+} FigureClass;
+
+/* One optional file of a fixture, under SYSFS_ROOT/sys/devices. */
+typedef struct OptionalFile {
+        const char *fixture;
+        const char *file;
+        FigureClass class;
+        const char *prepare; /* a shell command run in the copy first, or NULL */
+} OptionalFile;
+
+static const OptionalFile optional_files[] = {
+        { "topo-biglittle", "system/cpu/cpu5/cpu_capacity", FIGURE_NUMBER, NULL },
+        { "topo-hybrid", "system/cpu/cpu13/acpi_cppc/highest_perf", FIGURE_NUMBER, NULL },
+        { "topo-strix", "system/cpu/cpufreq/policy4/amd_pstate_highest_perf", FIGURE_NUMBER, NULL },
+        /* Read only where the figures before it say nothing. */
+        { "topo-strix", "system/cpu/cpufreq/policy4/amd_pstate_prefcore_ranking", FIGURE_NUMBER,
+          "rm sys/devices/system/cpu/cpufreq/policy*/amd_pstate_highest_perf "
+          "sys/devices/system/cpu/cpu*/acpi_cppc/highest_perf" },
+        { "topo-hybrid", "cpu_core/cpus", FIGURE_LIST, NULL },
+        { "topo-hybrid", "cpu_atom/cpus", FIGURE_LIST, NULL },
+        { "topo-biglittle", "system/cpu/cpu1/cache/index2/level", FIGURE_NUMBER, NULL },
+        { "topo-hybrid", "system/cpu/cpu3/cache/index1/type", FIGURE_WORD, NULL },
+        { "topo-epyc2s", "system/cpu/cpu5/cache/index3/id", FIGURE_ID, NULL },
+        { "topo-epyc2s", "system/cpu/cpu5/cache/index3/shared_cpu_list", FIGURE_LIST, NULL },
+        { "topo-biglittle", "system/cpu/cpu4/topology/cluster_id", FIGURE_ID, NULL },
+        { "topo-biglittle", "system/cpu/cpu4/topology/cluster_cpus_list", FIGURE_LIST, NULL },
+        { "topo-epyc2s", "system/cpu/cpu64/topology/core_cpus_list", FIGURE_LIST, NULL },
+        { "topo-epyc2s", "system/cpu/cpu3/topology/core_id", FIGURE_ID, NULL },
+        { "topo-epyc2s", "system/cpu/cpu100/topology/physical_package_id", FIGURE_ID, NULL },
+        { "topo-epyc2s", "system/node/node1/cpulist", FIGURE_LIST, NULL },
+};
+
+typedef enum MutationKind {
+        MUTATION_TEXT,   /* the file holds text */
+        MUTATION_FIFO,   /* a FIFO with no writer: a read would wait forever */
+        MUTATION_DEVICE, /* a link to /dev/zero: a read would never end */
+        MUTATION_LONG,   /* 100 kB of digits */
+} MutationKind;
+
+typedef struct Mutation {
+        const char *name;
+        MutationKind kind;
+        const char *text;
+        size_t len;
+        unsigned valid; /* the FigureClass bits for which the text is a value */
+} Mutation;
+
+#define BIT(c) (1u << (c))
+
+static const Mutation mutations[] = {
+        { "empty", MUTATION_TEXT, "", 0, BIT(FIGURE_LIST) },
+        { "newline", MUTATION_TEXT, "\n", 1, BIT(FIGURE_LIST) },
+        { "zero", MUTATION_TEXT, "0\n", 2, BIT(FIGURE_LIST) | BIT(FIGURE_ID) },
+        { "negative", MUTATION_TEXT, "-5\n", 3, 0 },
+        { "huge", MUTATION_TEXT, "4294967299\n", 11, 0 },
+        { "nul", MUTATION_TEXT, "1\0\n", 3, 0 },
+        { "fifo", MUTATION_FIFO, NULL, 0, 0 },
+        { "device", MUTATION_DEVICE, NULL, 0, 0 },
+        { "too long", MUTATION_LONG, NULL, 0, 0 },
+};
+
+/* A copy of a fixture in a scratch directory, to mutate; prepare run in it when not NULL. */
+static char *tree_copy(const char *fixture, const char *prepare) {
+        _cleanup_free_ char *src = fixture_path(fixture), *cmd = NULL;
+        char *root = tree_new();
+        assert_true(asprintf(&cmd, "cp -R '%s/.' '%s' && cd '%s' && %s", src, root, root,
+                             prepare ? prepare : "true") > 0);
+        assert_int_equal(system(cmd), 0);
+        return root;
+}
+
+static void file_write(const char *path, const char *data, size_t len) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fwrite(data, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+}
+
+static void mutation_apply(const char *path, const Mutation *m) {
+        assert_int_equal(unlink(path), 0);
+        switch (m->kind) {
+        case MUTATION_TEXT:
+                file_write(path, m->text, m->len);
+                break;
+        case MUTATION_FIFO:
+                assert_int_equal(mkfifo(path, 0600), 0);
+                break;
+        case MUTATION_DEVICE:
+                assert_int_equal(symlink("/dev/zero", path), 0);
+                break;
+        case MUTATION_LONG: {
+                size_t len = 100000;
+                _cleanup_free_ char *digits = malloc(len);
+                assert_non_null(digits);
+                memset(digits, '1', len);
+                file_write(path, digits, len);
+                break;
+        }
+        }
+}
+
+/* The topology under root as JSON, without the set-aside list; *ret_t keeps the topology. */
+static json_object *load_json(const char *root, Topology **ret_t) {
+        _cleanup_free_ char *text = NULL;
+        Topology *t = NULL;
+        char *error_path = NULL;
+
+        assert_int_equal(topo_load_full(root, &t, &error_path), 0);
+        assert_null(error_path);
+        assert_invariants(t);
+        assert_int_equal(topo_to_json(t, &text), 0);
+        json_object *o = json_tokener_parse(text);
+        assert_non_null(o);
+        json_object_object_del(o, "set_aside");
+        json_object_object_del(o, "set_aside_unlisted");
+        *ret_t = t;
+        return o;
+}
+
+/*
+ * Every mutation of every optional file: where it is no value the file is
+ * set aside, named once, and the topology is the one read without the file;
+ * where it is one (an empty cpulist, id 0) nothing is set aside. Nothing
+ * fails, and nothing waits on a FIFO or reads /dev/zero to its end.
+ */
+static void test_optional_files_set_aside(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(optional_files); i++) {
+                const OptionalFile *f = &optional_files[i];
+                _cleanup_(tree_remove) char *root = tree_copy(f->fixture, f->prepare);
+                _cleanup_free_ char *path = NULL, *original = NULL;
+                _cleanup_(topo_freep) Topology *missing_t = NULL;
+                size_t len = 0;
+
+                assert_true(asprintf(&path, "%s/sys/devices/%s", root, f->file) > 0);
+                FILE *in = fopen(path, "re");
+                assert_non_null(in);
+                original = calloc(1, 4096);
+                assert_non_null(original);
+                len = fread(original, 1, 4095, in);
+                fclose(in);
+
+                /* As if the file were missing: the fallback every mutation must give. */
+                assert_int_equal(unlink(path), 0);
+                json_object *missing = load_json(root, &missing_t);
+                assert_int_equal(missing_t->n_set_aside, 0);
+
+                for (size_t j = 0; j < ELEMENTSOF(mutations); j++) {
+                        const Mutation *m = &mutations[j];
+                        _cleanup_(topo_freep) Topology *t = NULL;
+
+                        print_message("%s: %s %s\n", f->fixture, f->file, m->name);
+                        file_write(path, original, len);
+                        mutation_apply(path, m);
+                        json_object *o = load_json(root, &t);
+                        if (m->valid & BIT(f->class)) {
+                                assert_int_equal(t->n_set_aside, 0);
+                        } else {
+                                assert_int_equal(t->n_set_aside, 1);
+                                assert_string_equal(t->set_aside[0].path, path);
+                                assert_true(strlen(t->set_aside[0].reason) > 0);
+                                print_message("  set aside: %s\n", t->set_aside[0].reason);
+                                assert_true(json_object_equal(o, missing));
+                        }
+                        json_object_put(o);
+                        assert_int_equal(unlink(path), 0);
+                }
+                json_object_put(missing);
+                file_write(path, original, len);
+        }
+}
+
+/* A required file that is a FIFO, /dev/zero or too long stops the load at once, named. */
+static void test_required_files_bounded(void **state) {
+        _cleanup_(tree_remove) char *root = tree_copy("topo-vm2", NULL);
+        _cleanup_free_ char *path = NULL;
+        Topology *sentinel = (Topology *)&sentinel, *t = sentinel;
+        char *error_path = NULL;
+        const struct {
+                size_t mutation;
+                int error;
+        } cases[] = { { 6, -EBADFD }, { 7, -EBADFD }, { 8, -EFBIG }, { 3, -EINVAL } };
+
+        assert_true(asprintf(&path, "%s/sys/devices/system/cpu/online", root) > 0);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                print_message("online: %s\n", mutations[cases[i].mutation].name);
+                assert_int_equal(unlink(path), 0);
+                file_write(path, "0-1\n", 4);
+                mutation_apply(path, &mutations[cases[i].mutation]);
+                assert_int_equal(topo_load_full(root, &t, &error_path), cases[i].error);
+                assert_string_equal(error_path, path);
+                error_path = mfree(error_path);
+        }
+        assert_ptr_equal(t, sentinel);
 }
 
 static void test_kind_names(void **state) {
@@ -883,7 +1126,9 @@ int main(void) {
                 cmocka_unit_test(test_kinds_pmu_atoms_offline),
                 cmocka_unit_test(test_kinds_amd_pstate_files),
                 cmocka_unit_test(test_kinds_cppc_partial_and_tiers),
-                cmocka_unit_test(test_kinds_errors),
+                cmocka_unit_test(test_kinds_set_aside),
+                cmocka_unit_test(test_optional_files_set_aside),
+                cmocka_unit_test(test_required_files_bounded),
                 cmocka_unit_test(test_kind_names),
                 cmocka_unit_test(test_uniform),
                 cmocka_unit_test(test_live),
