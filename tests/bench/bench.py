@@ -232,6 +232,23 @@ def wl_hackbench_l(args, env):
     return hackbench(4, args.hackbench_loops)
 
 
+def wl_build(args, env):
+    """A parallel build of placed itself (make -j, one job a CPU) in a scratch
+    copy of this tree: many short compiler processes, the load a developer's
+    machine runs, which must not lose."""
+    d = tempfile.mkdtemp(prefix="placed-bench-build-")
+    try:
+        tree = os.path.join(d, "src")
+        shutil.copytree(SRC, tree, symlinks=True, ignore=shutil.ignore_patterns(".git", "build*"))
+        t0 = time.time()
+        r = sh(["make", "-C", tree, "-j%d" % NCPU, "all"])
+        if r.returncode:
+            raise RuntimeError("make failed:\n" + r.stderr[-2000:])
+        return {"metric": "seconds", "value": time.time() - t0, "better": "lower"}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def wl_fanout(args, env):
     out = sh([os.path.join(args.build, "bench", "fanout"), "-w", "8", "-s", str(args.seconds)]).stdout
     return {"metric": "rounds/s", "value": float(out.split()[-1]), "better": "higher"}
@@ -324,6 +341,8 @@ WORKLOADS = {
                             NOLOSS_TARGET, needs=(PERF,)),
     "hackbench-l": Workload(wl_hackbench_l, "seconds", "lower", "hackbench `-g 4`", "noloss",
                             NOLOSS_TARGET, needs=(PERF,)),
+    "build": Workload(wl_build, "seconds", "lower", "`make -j` of placed, a CPU a job",
+                      "noloss", NOLOSS_TARGET, needs=(("clang", "clang"),)),
     "fanout": Workload(wl_fanout, "rounds/s", "higher", "master + 8 workers", "noloss",
                        NOLOSS_TARGET),
     "mix": Workload(wl_mix, "geomean speed", "higher", "pipe + hackbench + fan-out at once",
@@ -510,8 +529,11 @@ class Placed:
     """placed with one profile, its own journal in a private directory. stop()
     undoes whatever start() got to, also when start() was interrupted."""
 
-    def __init__(self, args, profile, advise=False, extra=()):
+    def __init__(self, args, profile, advise=False, base=False, extra=()):
         self.args, self.profile, self.advise = args, profile, advise
+        # The baseline's own build and profiles: its profile keys are its own.
+        self.src = args.baseline if base else SRC
+        self.build = os.path.join(args.baseline, "build") if base else args.build
         self.extra = list(extra)
         self.proc = None
         self.log_name = None  # kept as OUT/logs/NAME with --keep-logs
@@ -524,9 +546,9 @@ class Placed:
         with open(conf, "w") as f:
             f.write("[daemon]\njournal_dir = %s\n" % self.journal)
         self.log = open(os.path.join(self.dir, "placed.log"), "w+")
-        cmd = [os.path.join(args.build, "placed"), "--foreground", "--bus", "none",
+        cmd = [os.path.join(self.build, "placed"), "--foreground", "--bus", "none",
                "--profile", self.profile, "--config", conf,
-               "--profiles-dir", os.path.join(SRC, "conf", "profiles")] + (
+               "--profiles-dir", os.path.join(self.src, "conf", "profiles")] + (
                    ["--dry-run"] if self.advise else []) + self.extra + args.placed_arg
         # A kept log's lines start with CLOCK_MONOTONIC seconds, as results.json's
         # t0_monotonic_s: what placed did lines up with the run.
@@ -601,7 +623,7 @@ class Placed:
                 self.proc.kill()
                 self.proc.wait()
         if self.proc:
-            subprocess.run([os.path.join(self.args.build, "placed"), "--restore", "--journal-dir",
+            subprocess.run([os.path.join(self.build, "placed"), "--restore", "--journal-dir",
                             self.journal], capture_output=True)
             if self.args.keep_logs and self.log_name:
                 os.makedirs(os.path.join(self.args.out, "logs"), exist_ok=True)
@@ -616,12 +638,18 @@ PROFILES = ("power-first", "balanced", "latency-first")
 ADVISE = "-advise"
 
 
+BASE = "@base"  # a configuration run by the --baseline tree's placed
+
+
 def placed_config(config):
-    """(profile, advise) of a configuration that runs placed, else None."""
+    """(profile, advise, baseline) of a configuration that runs placed, else None."""
+    base = config.endswith(BASE)
+    if base:
+        config = config[:-len(BASE)]
     if config in PROFILES:
-        return config, False
+        return config, False, base
     if config.endswith(ADVISE) and config[:-len(ADVISE)] in PROFILES:
-        return config[:-len(ADVISE)], True
+        return config[:-len(ADVISE)], True, base
     return None
 
 
@@ -863,7 +891,7 @@ def packing_speed(args, results, configs, workloads):
         if WORKLOADS[w].part_of:
             continue
         for c in configs:
-            if c not in PROFILES or not results[w].get(c):
+            if not placed_config(c) or placed_config(c)[1] or not results[w].get(c):
                 continue
             if not any("packed_after_s" in r for r in results[w][c]):
                 continue
@@ -1262,7 +1290,7 @@ def on_sigterm(signum, frame):
     raise KeyboardInterrupt("SIGTERM")
 
 
-ALL_WORKLOADS = ("pair,pairs,mixed,pipe,hackbench-s,hackbench-l,fanout,mix,latency,light,"
+ALL_WORKLOADS = ("pair,pairs,mixed,pipe,hackbench-s,hackbench-l,fanout,build,mix,latency,light,"
                  "redis-1c,pg-1c,udp-1c,stream,threads,redis-32c,pg-8c,"
                  "redis-session,pg-session,udp-session,scale,scale-hackbench,planner")
 
@@ -1364,6 +1392,10 @@ def main():
                     help="placed's tick ([daemon] interval_ms of conf/placed.conf), for the packing target")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between placed's start and the workload")
     ap.add_argument("--placed-arg", action="append", default=[], help="extra argument for placed")
+    ap.add_argument("--baseline", default=None,
+                    help="a source tree of another placed, built in its build/ (a clone of an "
+                         "earlier commit): configurations PROFILE@base run it, beside this one, "
+                         "in the same rotation, shown and not judged")
     ap.add_argument("--keep-logs", action="store_true",
                     help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log, "
                     "each line headed by its CLOCK_MONOTONIC time (PLACED_LOG_TIME=1), as a "
@@ -1387,8 +1419,11 @@ def main():
     workloads = expand_workloads(args, names)
     for c in configs:
         if c not in ("kernel", "ceiling") and not placed_config(c):
-            ap.error("unknown configuration %r (known: kernel, %s, each of them with %s, "
-                     "ceiling)" % (c, ", ".join(PROFILES), ADVISE))
+            ap.error("unknown configuration %r (known: kernel, %s, each of them with %s "
+                     "and or %s, ceiling)" % (c, ", ".join(PROFILES), ADVISE, BASE))
+        if c.endswith(BASE) and not (args.baseline and os.access(
+                os.path.join(args.baseline, "build", "placed"), os.X_OK)):
+            ap.error("%s needs --baseline DIR with DIR/build/placed built" % c)
     # placed's cost at scale is measured in advise mode too (only there).
     added = []
     if args.scale_advise != "none" and any(WORKLOADS[w].placed_only for w in workloads):

@@ -133,10 +133,14 @@ class Report(unittest.TestCase):
         self.assertEqual(s["balanced"]["verdict"], "PASS")
 
     def test_advise_configuration(self):
-        self.assertEqual(bench.placed_config("balanced"), ("balanced", False))
-        self.assertEqual(bench.placed_config("power-first-advise"), ("power-first", True))
+        self.assertEqual(bench.placed_config("balanced"), ("balanced", False, False))
+        self.assertEqual(bench.placed_config("power-first-advise"), ("power-first", True, False))
+        # The --baseline tree's placed, with and without advise.
+        self.assertEqual(bench.placed_config("balanced@base"), ("balanced", False, True))
+        self.assertEqual(bench.placed_config("balanced-advise@base"), ("balanced", True, True))
         self.assertIsNone(bench.placed_config("kernel"))
         self.assertIsNone(bench.placed_config("ceiling-advise"))
+        self.assertIsNone(bench.placed_config("kernel@base"))
         # Shown with its speed-up, not judged against the target.
         s = self.summary("stream", {"kernel": [20.0, 22.0], "power-first-advise": [19.0, 22.0],
                                     "power-first": [19.0, 21.0]})
