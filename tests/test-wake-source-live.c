@@ -590,7 +590,7 @@ static void test_bpf_udp_pair(void **state) {
  * Hard-IRQ wakeups stay nobody's: a process sleeping 200 us at a time is
  * woken by its hrtimer in hard IRQ context while busy processes keep every
  * CPU's current a user task. No edge may lead to the sleeper, and its
- * wakeups are counted as skipped.
+ * wakeups are counted as skipped: at least as many as the sleeps it counted.
  */
 static void check_timer_wakeups_skipped(WakeSourceKind kind) {
         long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -605,15 +605,22 @@ static void check_timer_wakeups_skipped(WakeSourceKind kind) {
                         for (volatile unsigned long x = 0;; x++)
                                 ;
         }
+        uint64_t *sleeps = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(sleeps != MAP_FAILED);
         sleeper = fork();
         assert_true(sleeper >= 0);
         if (sleeper == 0)
-                for (;;)
+                for (;;) {
                         nanosleep(&(struct timespec){ .tv_nsec = 200000 }, NULL);
-        uint64_t to_sleeper = 0, skipped = 0;
+                        __atomic_add_fetch(sleeps, 1, __ATOMIC_RELAXED);
+                }
+        uint64_t to_sleeper = 0, skipped = 0, slept = 0;
         for (int i = 0; i < 2; i++) {
-                observer_tick(&o);
-                skipped += o.batch.n_skipped;
+                sleep_ms(READ_INTERVAL_MS);
+                slept = __atomic_load_n(sleeps, __ATOMIC_RELAXED); /* woken before the read */
+                observer_read(&o);
+                skipped += o.batch.n_skipped + o.batch.n_lost;
                 for (size_t e = 0; e < o.batch.n_edges; e++)
                         if (o.batch.edges[e].wakee == sleeper)
                                 to_sleeper += o.batch.edges[e].count;
@@ -625,10 +632,16 @@ static void check_timer_wakeups_skipped(WakeSourceKind kind) {
                 waitpid(spinners[i], NULL, 0);
         }
         observer_close(&o);
-        print_message("timer wakeups: %" PRIu64 " attributed to the sleeper, %" PRIu64 " skipped\n",
-                      to_sleeper, skipped);
+        munmap(sleeps, sizeof(uint64_t));
+        print_message("timer wakeups: %" PRIu64 " attributed to the sleeper, %" PRIu64
+                      " skipped or lost, %" PRIu64 " sleeps\n",
+                      to_sleeper, skipped, slept);
         assert_int_equal(to_sleeper, 0);
-        assert_true(skipped >= 1000); /* ~5000 sleeps a second for 1.4 s, at least */
+        /* Each sleep the sleeper counted ended in a wakeup skipped (or lost):
+         * ~5000 a second on the host, a few hundred under TCG; one per CPU
+         * may be on its way at the read. */
+        assert_true(slept >= 50);
+        assert_true(skipped + (uint64_t)n_cpus >= slept);
 }
 
 /*
