@@ -1162,7 +1162,10 @@ static void check_mix(WakeSourceKind kind) {
         for (unsigned w = 0; w < N_WORKERS; w++)
                 counts[2 + w] = &m.fan_counts[w];
         for (unsigned i = 0; i < MIX_COUNTERS; i++) {
-                assert_true(*counts[i] > 0);
+                /* Present, unless the kernel saw none (under TCG on 6.1 one
+                 * direction of the pair came down to 55 wakeups in 3818 round
+                 * trips: the wakee preempted its waker before it blocked). */
+                assert_true(*counts[i] > 0 || (counted && before[i] == 0));
                 /* a pair's wakeup per round trip, a master's two per round; one in flight */
                 assert_true(*counts[i] <= (i < 2 ? round_trips + 1 : 2 * rounds + 2));
                 if (!counted)
