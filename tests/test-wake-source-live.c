@@ -590,7 +590,7 @@ static void test_bpf_udp_pair(void **state) {
  * Hard-IRQ wakeups stay nobody's: a process sleeping 200 us at a time is
  * woken by its hrtimer in hard IRQ context while busy processes keep every
  * CPU's current a user task. No edge may lead to the sleeper, and its
- * wakeups are counted as skipped.
+ * wakeups are counted as skipped: at least as many as the sleeps it counted.
  */
 static void check_timer_wakeups_skipped(WakeSourceKind kind) {
         long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -605,15 +605,22 @@ static void check_timer_wakeups_skipped(WakeSourceKind kind) {
                         for (volatile unsigned long x = 0;; x++)
                                 ;
         }
+        uint64_t *sleeps = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(sleeps != MAP_FAILED);
         sleeper = fork();
         assert_true(sleeper >= 0);
         if (sleeper == 0)
-                for (;;)
+                for (;;) {
                         nanosleep(&(struct timespec){ .tv_nsec = 200000 }, NULL);
-        uint64_t to_sleeper = 0, skipped = 0;
+                        __atomic_add_fetch(sleeps, 1, __ATOMIC_RELAXED);
+                }
+        uint64_t to_sleeper = 0, skipped = 0, slept = 0;
         for (int i = 0; i < 2; i++) {
-                observer_tick(&o);
-                skipped += o.batch.n_skipped;
+                sleep_ms(READ_INTERVAL_MS);
+                slept = __atomic_load_n(sleeps, __ATOMIC_RELAXED); /* woken before the read */
+                observer_read(&o);
+                skipped += o.batch.n_skipped + o.batch.n_lost;
                 for (size_t e = 0; e < o.batch.n_edges; e++)
                         if (o.batch.edges[e].wakee == sleeper)
                                 to_sleeper += o.batch.edges[e].count;
@@ -625,10 +632,16 @@ static void check_timer_wakeups_skipped(WakeSourceKind kind) {
                 waitpid(spinners[i], NULL, 0);
         }
         observer_close(&o);
-        print_message("timer wakeups: %" PRIu64 " attributed to the sleeper, %" PRIu64 " skipped\n",
-                      to_sleeper, skipped);
+        munmap(sleeps, sizeof(uint64_t));
+        print_message("timer wakeups: %" PRIu64 " attributed to the sleeper, %" PRIu64
+                      " skipped or lost, %" PRIu64 " sleeps\n",
+                      to_sleeper, skipped, slept);
         assert_int_equal(to_sleeper, 0);
-        assert_true(skipped >= 1000); /* ~5000 sleeps a second for 1.4 s, at least */
+        /* Each sleep the sleeper counted ended in a wakeup skipped (or lost):
+         * ~5000 a second on the host, a few hundred under TCG; one per CPU
+         * may be on its way at the read. */
+        assert_true(slept >= 50);
+        assert_true(skipped + (uint64_t)n_cpus >= slept);
 }
 
 /*
@@ -985,8 +998,8 @@ static void test_bpf_pair_counts_exact(void **state) {
  *  - and, outside a PID namespace, every edge of the pair and of the master
  *    summed over the reads lies between what a perf counter of sched_waking
  *    (in the waker, filtered on the wakee) saw just before the last read and
- *    just after it, less what the source reports lost (and for perf's PID
- *    map, skipped) and a record per CPU on its way.
+ *    just after it, less what the source reports lost up to a read after
+ *    that (and for perf's PID map, skipped) and a record per CPU on its way.
  */
 #define MIX_MESH_TASKS 20 /* hackbench -g 2 -f 5: 2 groups of 5 senders and 5 receivers */
 
@@ -1113,6 +1126,10 @@ static void check_mix(WakeSourceKind kind) {
         observer_read(&o);
         mix_add(&m, &o.batch);
         mix_counters_read(fds, after);
+        /* perf writes what its full ring lost once there is room again: after
+         * the last read drained it. One more read brings that count. */
+        sleep_ms(100);
+        observer_read(&o);
         uint64_t round_trips = __atomic_load_n(pp.round_trips, __ATOMIC_RELAXED);
         uint64_t rounds = __atomic_load_n(&f.w.rounds, __ATOMIC_RELAXED);
         bool mapped = strcmp(wake_source_name(o.source), "perf") == 0 &&
@@ -1145,7 +1162,10 @@ static void check_mix(WakeSourceKind kind) {
         for (unsigned w = 0; w < N_WORKERS; w++)
                 counts[2 + w] = &m.fan_counts[w];
         for (unsigned i = 0; i < MIX_COUNTERS; i++) {
-                assert_true(*counts[i] > 0);
+                /* Present, unless the kernel saw none (under TCG on 6.1 one
+                 * direction of the pair came down to 55 wakeups in 3818 round
+                 * trips: the wakee preempted its waker before it blocked). */
+                assert_true(*counts[i] > 0 || (counted && before[i] == 0));
                 /* a pair's wakeup per round trip, a master's two per round; one in flight */
                 assert_true(*counts[i] <= (i < 2 ? round_trips + 1 : 2 * rounds + 2));
                 if (!counted)
