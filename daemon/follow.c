@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "log.h"
 #include "macro.h"
 
@@ -126,12 +127,10 @@ static void follow_get_profile(FollowApi *a) {
 static void follow_name_daemon(FollowApi *a, uint32_t pid) {
         char path[PATH_MAX], buf[512];
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/cmdline", a->follow->procfs_root, pid);
-        FILE *fp = fopen(path, "re");
-        if (!fp)
+        /* The first 511 bytes name the daemon, past an interpreter and its options. */
+        int n = read_small_file_head(path, buf, sizeof(buf));
+        if (n < 0)
                 return;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-        fclose(fp);
-        buf[n] = '\0';
         for (const char *arg = buf; arg < buf + n; arg += strlen(arg) + 1) {
                 const char *base = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
                 if (*base == '\0' || *base == '-')

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "actuator.h"
+#include "fileio.h"
 #include "log.h"
 
 uint64_t tick_sample_young_after(void) {
@@ -182,6 +183,15 @@ static int tick_sample_tasks(TickSample *s, WakeSource *source, WakeGraph *graph
         return 0;
 }
 
+/* Says once that path cannot be read, again only after a good read or another error. */
+static int tick_sample_note_error(int r, int *last, const char *path, const char *what) {
+        if (r < 0 && r != *last)
+                log_warning("Cannot read \"%s\": %s; %s until it can.", path,
+                            read_small_file_strerror(r), what);
+        *last = r < 0 ? r : 0;
+        return r;
+}
+
 /*
  * A CPU whose /proc/stat counters did not move since the last tick (a tick
  * shorter than one of its jiffies) tells nothing new: its figures of the tick
@@ -190,7 +200,9 @@ static int tick_sample_tasks(TickSample *s, WakeSource *source, WakeGraph *graph
  */
 static void tick_sample_cpus(TickSample *s, const Topology *topo, uint64_t now_ns) {
         IdleCpuStats st;
-        if (cpustat_refresh(s->cpustat) >= 0)
+        if (tick_sample_note_error(cpustat_refresh(s->cpustat), &s->cpustat_error,
+                                   cpustat_path(s->cpustat),
+                                   "CPU loads keep their last figures") >= 0)
                 for (unsigned cpu = 0; cpu < topo->n_cpus; cpu++) {
                         const CpuStatCpu *c = cpustat_cpu(s->cpustat, cpu);
                         if (!cpustat_no_news(c))
@@ -207,7 +219,9 @@ static void tick_sample_cpus(TickSample *s, const Topology *topo, uint64_t now_n
                 }
                 (void)energy_estimate(&s->energy_model, s->idle, s->idle_stats, s->n_idle_stats,
                                       &s->energy);
-        } else if (!s->idle && cpustat_refresh_irqs(s->cpustat) > 0) {
+        } else if (!s->idle && tick_sample_note_error(cpustat_refresh_irqs(s->cpustat),
+                                                      &s->irqs_error, cpustat_irqs_path(s->cpustat),
+                                                      "idle figures keep their last values") > 0) {
                 /* No cpuidle driver: busy time, and interrupts as the wakeups. */
                 for (unsigned cpu = 0; cpu < s->n_idle_stats; cpu++) {
                         const CpuStatCpu *c = cpustat_cpu(s->cpustat, cpu);

@@ -41,6 +41,7 @@ typedef struct TickSample {
         double sampler_ns_per_wakeup;
 
         CpuStat *cpustat;
+        int cpustat_error, irqs_error; /* the last failure each, logged once; 0 after a read */
         IdleSampler *idle;
         CpuLoad *loads; /* indexed by CPU, n_loads (topo->n_cpus) entries */
         unsigned n_loads;

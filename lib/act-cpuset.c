@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpuset.h"
+#include "fileio.h"
 #include "macro.h"
 
 struct ActCpuset {
@@ -45,18 +47,30 @@ static bool list_has(const char *list, const char *word) {
         return false;
 }
 
+/*
+ * A mountinfo line holds a root and a mount point of up to PATH_MAX bytes each, four times
+ * that escaped (\\040), and options; a line over 64 KiB is no mount of ours. In all,
+ * 64 MiB is some 400000 mounts of the usual 150 bytes.
+ */
+#define MOUNTINFO_LINE_MAX ((size_t)64 << 10)
+#define MOUNTINFO_MAX      ((size_t)64 << 20)
+
+/* cpuset.cpus: the longest cpulist of CPUSET_MAX_CPUS CPUs ("0,2,4,...", at most four digits
+ * and a comma each) and its newline. */
+#define CPUS_FILE_MAX ((size_t)CPUSET_MAX_CPUS * 6 + 2)
+
 int act_cpuset_find_mount(const char *procfs_root, CgroupVersion version, char **ret) {
         if (!ret || (version != CGROUP_VERSION_1 && version != CGROUP_VERSION_2))
                 return -EINVAL;
-        _cleanup_free_ char *path = NULL, *line = NULL;
+        _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/self/mountinfo", procfs_root ? procfs_root : "/proc") < 0)
                 return -ENOMEM;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        size_t n = 0;
-        int r = -ENOENT;
-        while (r == -ENOENT && getline(&line, &n, f) > 0) {
+        _cleanup_(fileio_lines_close) FileioLines f;
+        int r = fileio_lines_open(&f, path, MOUNTINFO_MAX, MOUNTINFO_LINE_MAX);
+        if (r < 0)
+                return r;
+        char *line;
+        while ((r = fileio_lines_next(&f, &line, NULL)) > 0) {
                 /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS */
                 char mnt[4096], fstype[64], super[1024];
                 const char *sep = strstr(line, " - ");
@@ -69,11 +83,10 @@ int act_cpuset_find_mount(const char *procfs_root, CgroupVersion version, char *
                 if (match) {
                         *ret = strdup(mnt); /* mountinfo escapes spaces as \040; cgroup
                                                mounts have none in practice */
-                        r = *ret ? 0 : -ENOMEM;
+                        return *ret ? 0 : -ENOMEM;
                 }
         }
-        fclose(f);
-        return r;
+        return r < 0 ? r : -ENOENT;
 }
 
 int act_cpuset_new(const ActCpusetOptions *opts, ActCpuset **ret) {
@@ -119,25 +132,21 @@ CgroupVersion act_cpuset_version(const ActCpuset *a) {
 }
 
 int act_cpuset_read_cpus(const char *dir, char **ret) {
-        _cleanup_free_ char *path = NULL, *line = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len;
         if (asprintf(&path, "%s/cpuset.cpus", dir) < 0)
                 return -ENOMEM;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        size_t n = 0;
-        ssize_t len = getline(&line, &n, f);
-        bool err = ferror(f);
-        fclose(f);
-        if (err)
-                return -EIO;
-        if (len < 0) { /* an empty file */
-                *ret = strdup("");
-                return *ret ? 0 : -ENOMEM;
-        }
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == ' '))
-                line[--len] = '\0';
-        *ret = TAKE_PTR(line);
+        int r = read_small_file_alloc(path, CPUS_FILE_MAX, &text, &len);
+        if (r < 0)
+                return r;
+        if (memchr(text, '\0', len))
+                return -EBADMSG;
+        /* The first line (the kernel writes one), without its newline and trailing spaces. */
+        len = strcspn(text, "\n");
+        while (len > 0 && text[len - 1] == ' ')
+                len--;
+        text[len] = '\0';
+        *ret = TAKE_PTR(text);
         return 0;
 }
 

@@ -48,7 +48,9 @@ typedef enum CpusetResult {
  * from procfs_root/self/mountinfo: a "cgroup2" mount for v2, a "cgroup"
  * mount with the cpuset controller for v1. Caller frees *ret.
  *
- * Return: 0; -ENOENT when there is no such mount; other negative errno.
+ * Return: 0; -ENOENT when there is no such mount; -EBADFD, -EFBIG or other
+ * negative errno of fileio_lines_next() for a mountinfo that cannot be
+ * read.
  */
 int act_cpuset_find_mount(const char *procfs_root, CgroupVersion version, char **ret);
 
@@ -96,6 +98,7 @@ void act_cpuset_kind_ops(JournalKindOps *ret);
 
 /*
  * act_cpuset_read_cpus() - the content of DIR/cpuset.cpus without the
- * trailing newline ("" = inherit in v2). Return: 0, -ENOENT, negative errno.
+ * trailing newline ("" = inherit in v2). Return: 0, -ENOENT; -EBADFD,
+ * -EFBIG, -EBADMSG or other negative errno as read_small_file_alloc().
  */
 int act_cpuset_read_cpus(const char *dir, char **ret);

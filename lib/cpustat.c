@@ -6,7 +6,8 @@
  * on every Linux ABI), coarse but cheap: one read for all CPUs. The busy
  * share is a ratio of ticks, so the tick length never enters the result.
  *
- * The reader takes a procfs root so tests feed it fixture files.
+ * The reader takes a procfs root so tests feed it fixture files, and reads
+ * both files line by line through lib/fileio.h, within the sizes below.
  */
 #include "cpustat.h"
 
@@ -17,12 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpuset.h"
+#include "fileio.h"
 #include "macro.h"
 
-static void fclosep(FILE **f) {
-        if (*f)
-                fclose(*f);
-}
+/*
+ * /proc/stat: a cpuN line of 10 figures is at most 256 bytes, for each of
+ * CPUSET_MAX_CPUS CPUs, and the "intr" line holds one figure per IRQ, up to
+ * some 10^5 IRQs of at most 21 bytes on the largest machines: 16 MiB in all
+ * and in one line.
+ */
+#define CPUSTAT_STAT_MAX ((size_t)16 << 20)
+/*
+ * /proc/interrupts: a row is 11 bytes per CPU and its name (45 KiB at
+ * CPUSET_MAX_CPUS); 64 MiB holds some 1400 rows there, 23000 at 256 CPUs.
+ */
+#define CPUSTAT_IRQ_LINE_MAX ((size_t)CPUSET_MAX_CPUS * 11 + 4096)
+#define CPUSTAT_IRQ_MAX      ((size_t)64 << 20)
 
 struct CpuStat {
         char path[PATH_MAX];
@@ -121,9 +133,10 @@ static void cpustat_update(CpuStatCpu *c, bool had_read, uint64_t busy, uint64_t
 }
 
 int cpustat_refresh(CpuStat *cs) {
-        _cleanup_(fclosep) FILE *f = fopen(cs->path, "re");
-        if (!f)
-                return negative_errno();
+        _cleanup_(fileio_lines_close) FileioLines f;
+        int r = fileio_lines_open(&f, cs->path, CPUSTAT_STAT_MAX, CPUSTAT_STAT_MAX);
+        if (r < 0)
+                return r;
 
         /* Lines not seen this time mark a CPU absent (hot-unplugged). */
         _cleanup_free_ bool *seen = cs->n_cpus ? calloc(cs->n_cpus, sizeof(bool)) : NULL;
@@ -131,13 +144,12 @@ int cpustat_refresh(CpuStat *cs) {
                 return -ENOMEM;
         unsigned n_seen_slots = cs->n_cpus;
 
-        _cleanup_free_ char *line = NULL;
-        size_t size = 0;
+        char *line;
         bool any_delta = false;
-        while (getline(&line, &size, f) >= 0) {
+        while ((r = fileio_lines_next(&f, &line, NULL)) > 0) {
                 int cpu;
                 uint64_t busy, idle;
-                int r = cpustat_parse_line(line, &cpu, &busy, &idle);
+                r = cpustat_parse_line(line, &cpu, &busy, &idle);
                 if (r < 0)
                         return r;
                 if (r == 0)
@@ -150,8 +162,8 @@ int cpustat_refresh(CpuStat *cs) {
                 cpustat_update(&cs->cpus[cpu], cs->have_read, busy, idle);
                 any_delta = any_delta || cs->cpus[cpu].has_delta;
         }
-        if (ferror(f))
-                return -EIO;
+        if (r < 0)
+                return r;
 
         for (unsigned i = 0; i < n_seen_slots; i++)
                 if (!seen[i]) {
@@ -185,14 +197,15 @@ static int irq_header(const char *line, unsigned **ret) {
 }
 
 int cpustat_refresh_irqs(CpuStat *cs) {
-        _cleanup_(fclosep) FILE *f = fopen(cs->irq_path, "re");
-        if (!f)
-                return negative_errno();
-        _cleanup_free_ char *line = NULL;
+        _cleanup_(fileio_lines_close) FileioLines f;
+        int r = fileio_lines_open(&f, cs->irq_path, CPUSTAT_IRQ_MAX, CPUSTAT_IRQ_LINE_MAX);
+        if (r < 0)
+                return r;
+        char *line;
         _cleanup_free_ unsigned *cols = NULL;
-        size_t size = 0;
-        if (getline(&line, &size, f) < 0)
-                return -EBADMSG;
+        r = fileio_lines_next(&f, &line, NULL);
+        if (r <= 0)
+                return r < 0 ? r : -EBADMSG;
         int n_cols = irq_header(line, &cols);
         if (n_cols < 0)
                 return n_cols;
@@ -200,7 +213,7 @@ int cpustat_refresh_irqs(CpuStat *cs) {
         _cleanup_free_ uint64_t *v = calloc((size_t)n_cols, sizeof(uint64_t));
         if (!sum || !v)
                 return -ENOMEM;
-        while (getline(&line, &size, f) >= 0) {
+        while ((r = fileio_lines_next(&f, &line, NULL)) > 0) {
                 const char *p = strchr(line, ':');
                 int k = 0;
                 for (p = p ? p + 1 : line + strlen(line); k < n_cols; k++) {
@@ -214,8 +227,8 @@ int cpustat_refresh_irqs(CpuStat *cs) {
                 for (int i = 0; k == n_cols && i < n_cols; i++)
                         sum[i] += v[i];
         }
-        if (ferror(f))
-                return -EIO;
+        if (r < 0)
+                return r;
         for (int i = 0; i < n_cols; i++) {
                 if (cols[i] >= cs->n_cpus)
                         continue;
@@ -227,6 +240,14 @@ int cpustat_refresh_irqs(CpuStat *cs) {
         bool first = !cs->have_irqs;
         cs->have_irqs = true;
         return first ? 0 : 1;
+}
+
+const char *cpustat_path(const CpuStat *cs) {
+        return cs->path;
+}
+
+const char *cpustat_irqs_path(const CpuStat *cs) {
+        return cs->irq_path;
 }
 
 unsigned cpustat_n_cpus(const CpuStat *cs) {

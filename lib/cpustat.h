@@ -39,7 +39,8 @@ CpuStat *cpustat_free(CpuStat *cs);
  * counter that went backwards (per-CPU iowait may) counts as 0.
  *
  * Return: 1 when deltas are available, 0 on the first read, negative errno
- * (-EBADMSG for a malformed cpuN line).
+ * (-EBADMSG for a malformed cpuN line; -EBADFD, -EFBIG and the others of
+ * fileio_lines_next() for a file that is not a regular one or too large).
  */
 int cpustat_refresh(CpuStat *cs);
 
@@ -66,6 +67,10 @@ int cpustat_parse_line(const char *line, int *ret_cpu, uint64_t *ret_busy, uint6
  * (-EBADMSG for a file without its "CPUn" header).
  */
 int cpustat_refresh_irqs(CpuStat *cs);
+
+/* Return: the paths cpustat_refresh() and cpustat_refresh_irqs() read, for messages. */
+const char *cpustat_path(const CpuStat *cs);
+const char *cpustat_irqs_path(const CpuStat *cs);
 
 unsigned cpustat_n_cpus(const CpuStat *cs);
 /* Return: the CPU's entry, NULL when out of range. */

@@ -73,6 +73,27 @@ int read_small_file(const char *path, char *buf, size_t size) {
         return (int)read_bounded(fd, buf, size);
 }
 
+int read_small_file_head(const char *path, char *buf, size_t size) {
+        if (!path || !buf || size < 2 || size > INT_MAX)
+                return -EINVAL;
+        _cleanup_close_ int fd = open_regular(path);
+        if (fd < 0)
+                return fd;
+        size_t len = 0;
+        while (len < size - 1) {
+                ssize_t n = read(fd, buf + len, size - 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        return (int)len;
+}
+
 int read_small_file_line(const char *path, char *buf, size_t size) {
         int n = read_small_file(path, buf, size);
         if (n < 0)
@@ -122,6 +143,92 @@ int read_small_file_alloc(const char *path, size_t max_size, char **ret, size_t 
                 *ret_size = len;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int fileio_lines_open(FileioLines *l, const char *path, size_t max_size, size_t max_line) {
+        assert(l);
+        *l = FILEIO_LINES_NULL;
+        if (!path || max_size == 0 || max_size >= SSIZE_MAX || max_line == 0)
+                return -EINVAL;
+        int fd = open_regular(path);
+        if (fd < 0)
+                return fd;
+        l->fd = fd;
+        l->max_size = max_size;
+        l->max_line = MIN(max_line, max_size);
+        return 0;
+}
+
+/* Moves the partial line to the front and makes room for more, at most max_line + 1 bytes
+ * (the byte past max_line says the line is too long) and a NUL. */
+static int lines_make_room(FileioLines *l) {
+        if (l->start > 0) {
+                memmove(l->buf, l->buf + l->start, l->end - l->start);
+                l->end -= l->start;
+                l->start = 0;
+        }
+        if (l->end > l->max_line)
+                return -EFBIG;
+        if (l->buf && l->end + 1 < l->buf_size)
+                return 0;
+        size_t size = MIN(MAX(l->buf_size * 2, (size_t)4096), l->max_line + 2);
+        char *p = realloc(l->buf, size);
+        if (!p)
+                return -ENOMEM;
+        l->buf = p;
+        l->buf_size = size;
+        return 0;
+}
+
+int fileio_lines_next(FileioLines *l, char **ret_line, size_t *ret_len) {
+        assert(l && ret_line);
+        for (;;) {
+                char *line = l->buf ? l->buf + l->start : NULL;
+                size_t avail = l->end - l->start;
+                char *nl = line ? memchr(line, '\n', avail) : NULL;
+                if (nl || (l->eof && avail > 0)) {
+                        size_t len = nl ? (size_t)(nl - line) : avail;
+                        if (len >= l->max_line + !nl)
+                                return -EFBIG;
+                        line[len] = '\0'; /* the newline, or the byte the buffer keeps free */
+                        if (memchr(line, '\0', len))
+                                return -EBADMSG;
+                        l->start += len + !!nl;
+                        *ret_line = line;
+                        if (ret_len)
+                                *ret_len = len;
+                        return 1;
+                }
+                if (l->eof || l->fd < 0)
+                        return 0;
+                if (l->n_read > l->max_size)
+                        return -EFBIG;
+                int r = lines_make_room(l);
+                if (r < 0)
+                        return r;
+                /* Up to one byte past max_size, which says the file is too large. */
+                size_t want = MIN(l->buf_size - 1 - l->end, l->max_size + 1 - l->n_read);
+                ssize_t n = read(l->fd, l->buf + l->end, want);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        l->eof = true;
+                l->end += (size_t)n;
+                l->n_read += (size_t)n;
+                if (l->n_read > l->max_size)
+                        return -EFBIG;
+        }
+}
+
+void fileio_lines_close(FileioLines *l) {
+        if (!l)
+                return;
+        if (l->fd >= 0)
+                close(l->fd);
+        free(l->buf);
+        *l = FILEIO_LINES_NULL;
 }
 
 const char *read_small_file_strerror(int error) {

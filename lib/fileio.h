@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -46,6 +47,57 @@ int read_small_file_line(const char *path, char *buf, size_t size);
  * read_small_file().
  */
 int read_small_file_alloc(const char *path, size_t max_size, char **ret, size_t *ret_size);
+
+/*
+ * read_small_file_head() - read_small_file() for a file whose start alone
+ * matters (/proc/PID/cmdline): at most size - 1 bytes, the rest left
+ * unread.
+ *
+ * Return: the number of bytes read; or negative errno as read_small_file(),
+ * never -EFBIG.
+ */
+int read_small_file_head(const char *path, char *buf, size_t size);
+
+/*
+ * A file read line by line, for parsers of files too large to hold whole
+ * every tick (/proc/interrupts) or read as a stream (a replay trace):
+ * opened as read_small_file() opens, read with read(2) into a buffer that
+ * grows to the longest line, and ended with -EFBIG past max_size bytes in
+ * all or max_line bytes in one line. Memory is bounded by max_line.
+ */
+typedef struct FileioLines {
+        int fd;
+        size_t max_size; /* bytes the whole file may hold */
+        size_t max_line; /* bytes one line may hold, its newline included */
+        size_t n_read;   /* bytes read so far */
+        char *buf;       /* owned */
+        size_t buf_size, start, end;
+        bool eof;
+} FileioLines;
+
+#define FILEIO_LINES_NULL ((FileioLines){ .fd = -1 })
+
+/*
+ * fileio_lines_open() - open path for fileio_lines_next(). *l is set in
+ * every case, so fileio_lines_close() may always follow.
+ *
+ * Return: 0; or negative errno as read_small_file().
+ */
+int fileio_lines_open(FileioLines *l, const char *path, size_t max_size, size_t max_line);
+
+/*
+ * fileio_lines_next() - the next line, NUL-terminated, without its newline;
+ * a last line without one counts. *ret_line stays valid, and may be
+ * written to, until the next call.
+ *
+ * Return: 1 with *ret_line (and *ret_len, may be NULL) set; 0 at the end of
+ * the file; -EFBIG past max_size or max_line; -EBADMSG for a NUL byte in
+ * the line; -ENOMEM; or negative errno from read(2).
+ */
+int fileio_lines_next(FileioLines *l, char **ret_line, size_t *ret_len);
+
+/* fileio_lines_close() - close the file and free the buffer; *l is FILEIO_LINES_NULL after. */
+void fileio_lines_close(FileioLines *l);
 
 /*
  * read_small_file_strerror() - what a reader's error says of the file:

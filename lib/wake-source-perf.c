@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "task-facts.h"
 #include "util.h"
@@ -87,6 +88,9 @@ typedef struct PerfSource {
  */
 #define PERF_SWITCH_FILTER       "prev_state & 255"
 #define PERF_PID_MAP_PRUNE_READS 16 /* forget exited tasks every so many reads */
+/* A sched tracepoint's format file: some 20 fields of 80 bytes and a print fmt line of 1-2 KiB;
+ * 64 KiB in all and in one line is ten times sched_switch's. */
+#define PERF_FORMAT_MAX ((size_t)64 << 10)
 
 /*
  * Reads the id of tracepoint sched/event under tracefs and the offsets of the
@@ -96,26 +100,26 @@ typedef struct PerfSource {
 static int perf_read_format(const char *tracefs, const char *event, const char *const *names,
                             unsigned *offsets, size_t n, uint64_t *ret_id) {
         _cleanup_free_ char *path = NULL;
-        char line[512];
+        char text[32];
         unsigned found = 0;
 
         if (asprintf(&path, "%s/events/sched/%s/id", tracefs, event) < 0)
                 return -ENOMEM;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        int ok = fscanf(f, "%" SCNu64, ret_id) == 1;
-        fclose(f);
-        if (!ok)
+        int r = read_small_file_line(path, text, sizeof(text));
+        if (r < 0)
+                return r;
+        if (sscanf(text, "%" SCNu64, ret_id) != 1)
                 return -EINVAL;
 
         free(path);
         if (asprintf(&path, "%s/events/sched/%s/format", tracefs, event) < 0)
                 return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        while (fgets(line, sizeof(line), f)) {
+        _cleanup_(fileio_lines_close) FileioLines f;
+        r = fileio_lines_open(&f, path, PERF_FORMAT_MAX, PERF_FORMAT_MAX);
+        if (r < 0)
+                return r;
+        char *line;
+        while ((r = fileio_lines_next(&f, &line, NULL)) > 0) {
                 char *field = strstr(line, "field:"), *semi, *name, *off = strstr(line, "offset:");
                 if (!field || !off || !(semi = strchr(field, ';')))
                         continue;
@@ -131,7 +135,8 @@ static int perf_read_format(const char *tracefs, const char *event, const char *
                                 found |= 1U << i;
                         }
         }
-        fclose(f);
+        if (r < 0)
+                return r;
         return found == (1U << n) - 1 ? 0 : -EPROTO;
 }
 

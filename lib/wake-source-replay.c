@@ -11,14 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "wake-source-ops.h"
 
+/* A recorded event is some 60 bytes ("TS WAKER TGID COMM WAKEE TGID COMM"); a line of 4 KiB
+ * leaves room for comments, and 1 GiB is 10^7 events with room to spare. The file is read
+ * as a stream: memory stays within one line. */
+#define REPLAY_LINE_MAX ((size_t)4 << 10)
+#define REPLAY_FILE_MAX ((size_t)1 << 30)
+
 typedef struct ReplaySource {
         WakeAgg *agg;
-        FILE *file;
-        char *line;
-        size_t line_size;
+        FileioLines file;
+        char *line;     /* in file's buffer */
         bool have_line; /* line holds the next, not yet consumed event */
         unsigned line_no;
 } ReplaySource;
@@ -43,8 +49,9 @@ static int replay_read_lines(ReplaySource *s, uint64_t now_ns, WakeBatch *b) {
                 pid_t waker, waker_tgid, wakee, wakee_tgid;
                 uint64_t ts;
                 if (!s->have_line) {
-                        if (getline(&s->line, &s->line_size, s->file) < 0)
-                                return feof(s->file) ? 0 : -EIO;
+                        int k = fileio_lines_next(&s->file, &s->line, NULL);
+                        if (k <= 0)
+                                return k;
                         s->line_no++;
                         s->have_line = true;
                 }
@@ -68,9 +75,7 @@ static void replay_close(void *impl) {
         ReplaySource *s = impl;
         if (!s)
                 return;
-        if (s->file)
-                fclose(s->file);
-        free(s->line);
+        fileio_lines_close(&s->file);
         wake_agg_free(s->agg);
         free(s);
 }
@@ -81,11 +86,11 @@ static int replay_open(const WakeSourceOptions *opts, void **ret) {
         ReplaySource *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->file = FILEIO_LINES_NULL;
         int r = wake_agg_new(&s->agg);
-        if (r >= 0) {
-                s->file = fopen(opts->replay_path, "re");
-                r = s->file ? 0 : negative_errno();
-        }
+        if (r >= 0)
+                r = fileio_lines_open(&s->file, opts->replay_path, REPLAY_FILE_MAX,
+                                      REPLAY_LINE_MAX);
         if (r < 0) {
                 replay_close(s);
                 return r;

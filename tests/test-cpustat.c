@@ -2,10 +2,12 @@
 /*
  * Tests for lib/cpustat.c: the cpuN line parser, deltas over two reads of a
  * fixture proc/stat copied to a temporary directory and edited in between,
- * counters going backwards, CPUs disappearing, malformed input, and a
- * read-only look at the live /proc/stat.
+ * counters going backwards, CPUs disappearing, malformed input, hostile
+ * files (a FIFO, /dev/zero, 100 MB), and a read-only look at the live
+ * /proc/stat.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -15,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -230,6 +234,66 @@ static void test_interrupts(void **state) {
         assert_int_equal(cpustat_refresh_irqs(cs), -EBADMSG);
 }
 
+enum { HOSTILE_FIFO, HOSTILE_ZERO, HOSTILE_BIG, _HOSTILE_MAX };
+
+/* Puts a FIFO with no writer, a link to /dev/zero, or good lines followed by
+ * 100 MB of NULs (sparse) without a newline at name in place of the file. */
+static void make_hostile(const Ctx *c, const char *name, const char *good, int kind) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+        unlink(path);
+        if (kind == HOSTILE_FIFO)
+                assert_int_equal(mkfifo(path, 0600), 0);
+        else if (kind == HOSTILE_ZERO)
+                assert_int_equal(symlink("/dev/zero", path), 0);
+        else {
+                _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                assert_true(fd >= 0);
+                assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+                assert_int_equal(ftruncate(fd, 100 << 20), 0);
+        }
+}
+
+static double now_sec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A FIFO, /dev/zero or 100 MB in place of stat or interrupts is refused at
+ * once (an error, not a wait or an endless read), and the next good read
+ * finds the figures of the last good one: nothing was lost. */
+static void test_hostile(void **state) {
+        static const int errors[_HOSTILE_MAX] = { -EBADFD, -EBADFD, -EFBIG };
+        Ctx *c = *state;
+        const char *stat1 = "cpu0 10 0 0 10\ncpu1 10 0 0 10\n";
+        const char *irqs1 = "           CPU0       CPU1\n  1:         10          5  IO-APIC\n";
+        _cleanup_(cpustat_freep) CpuStat *cs = NULL;
+        assert_int_equal(cpustat_new(c->dir, &cs), 0);
+        write_stat(c, stat1);
+        write_interrupts(c, irqs1);
+        assert_int_equal(cpustat_refresh(cs), 0);
+        assert_int_equal(cpustat_refresh_irqs(cs), 0);
+
+        for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
+                double start = now_sec();
+                make_hostile(c, "stat", stat1, kind);
+                make_hostile(c, "interrupts", irqs1, kind);
+                assert_int_equal(cpustat_refresh(cs), errors[kind]);
+                assert_int_equal(cpustat_refresh_irqs(cs), errors[kind]);
+                assert_true(now_sec() - start < 1.0);
+        }
+
+        write_stat(c, "cpu0 15 0 0 15\ncpu1 10 0 0 20\n");
+        write_interrupts(c, "           CPU0       CPU1\n  1:         30          6  IO-APIC\n");
+        assert_int_equal(cpustat_refresh(cs), 1);
+        assert_int_equal(cpustat_refresh_irqs(cs), 1);
+        assert_int_equal(cpustat_cpu(cs, 0)->delta_busy_ticks, 5);
+        assert_int_equal(cpustat_cpu(cs, 1)->delta_idle_ticks, 10);
+        assert_int_equal(cpustat_cpu(cs, 0)->delta_irqs, 20);
+        assert_int_equal(cpustat_cpu(cs, 1)->delta_irqs, 1);
+}
+
 static void test_live(void **state) {
         _cleanup_(cpustat_freep) CpuStat *cs = NULL;
         assert_int_equal(cpustat_new("/proc", &cs), 0);
@@ -253,6 +317,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fixture_deltas, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_gone_and_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_interrupts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
                 cmocka_unit_test(test_live),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
  * kernel's own BTF.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
@@ -142,6 +144,33 @@ static void test_no_or_broken_btf(void **state) {
         assert_int_equal(probe(), 0);
 }
 
+/* A vmlinux that is a FIFO, a link to /dev/zero or 100 MB: no BTF, within a second. */
+static void test_hostile_btf(void **state) {
+        char path[300];
+        write_btf(WITH_FLIPS | WITH_TP | WITH_ITER);
+        snprintf(path, sizeof(path), "%s/sys/kernel/btf/vmlinux", root);
+        for (int kind = 0; kind < 3; kind++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                assert_int_equal(unlink(path), 0);
+                if (kind == 0)
+                        assert_int_equal(mkfifo(path, 0600), 0);
+                else if (kind == 1)
+                        assert_int_equal(symlink("/dev/zero", path), 0);
+                else {
+                        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                        assert_true(fd >= 0);
+                        assert_int_equal(ftruncate(fd, 100 << 20), 0);
+                }
+                assert_int_equal(probe() & KERNEL_FEATURE_BTF, 0);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                assert_true((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 <
+                            1.0);
+        }
+        write_btf(WITH_FLIPS | WITH_TP | WITH_ITER);
+        assert_true(probe() & KERNEL_FEATURE_BTF);
+}
+
 static void test_parse(void **state) {
         unsigned bits = 99;
         const char *bad = NULL;
@@ -195,6 +224,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_each_missing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fields_in_anonymous_struct, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_no_or_broken_btf, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hostile_btf, setup, teardown),
                 cmocka_unit_test(test_parse),
                 cmocka_unit_test(test_describe),
                 cmocka_unit_test(test_running_kernel),

@@ -111,7 +111,7 @@ command -v nm >/dev/null || skip "nm is not installed"
 [ -f "$lib" ] || fail "$lib is not built"
 nm -A -g --defined-only "$lib" >"$T/nm" || fail "nm could not read $lib"
 prefixes='act_|actuator_|actuators_|affinity_result_|array_grow$|config_|cpuset_|cpustat_|'
-prefixes+='energy_|follow_|group_|idle_|ini_line_|journal_|kernel_feature|metrics_|news_|'
+prefixes+='energy_|fileio_|follow_|group_|idle_|ini_line_|journal_|kernel_feature|metrics_|news_|'
 prefixes+='pair_placement_|pid_ns_|placed_bus_|plan_|policy_|proc_events_|profile_|'
 prefixes+='read_small_file|restore_|rule_|rules_|slice_backend_|spread_placement_|task_|tick_|topo_|'
 prefixes+='trial_arm_|trial_measure_|trial_verdict_|u64map_|wake_'

@@ -8,6 +8,7 @@
  * The random scenarios print their seed; PLACED_TEST_SEED=N reruns one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -705,6 +709,91 @@ static void test_replay_errors(void **state) {
         wake_batch_done(&b);
 }
 
+enum { HOSTILE_FIFO, HOSTILE_ZERO, HOSTILE_BIG, _HOSTILE_MAX };
+static const int hostile_error[_HOSTILE_MAX] = { -EBADFD, -EBADFD, -EFBIG };
+
+/* A FIFO with no writer, a link to /dev/zero, or good lines and then 100 MB of NULs
+ * (sparse) without a newline, at path. */
+static void make_hostile(const char *path, const char *good, int kind) {
+        unlink(path);
+        if (kind == HOSTILE_FIFO)
+                assert_int_equal(mkfifo(path, 0600), 0);
+        else if (kind == HOSTILE_ZERO)
+                assert_int_equal(symlink("/dev/zero", path), 0);
+        else {
+                _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                assert_true(fd >= 0);
+                assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+                assert_int_equal(ftruncate(fd, 100 << 20), 0);
+        }
+}
+
+static double now_sec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A replay file that is a FIFO or /dev/zero is refused at open; one whose events run into
+ * 100 MB of NULs gives its events, then -EFBIG: all within a second. */
+static void test_replay_hostile(void **state) {
+        char path[] = "/tmp/test-wake-graph-replay.XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
+                double start = now_sec();
+                WakeSourceOptions opts = { .replay_path = path };
+                WakeSource *src = NULL;
+                WakeBatch b = {};
+                make_hostile(path, "1000000000 4001 4001 pipe-a 4002 4002 pipe-b\n", kind);
+                int r = wake_source_open(WAKE_SOURCE_REPLAY, &opts, &src, NULL);
+                if (kind != HOSTILE_BIG)
+                        assert_int_equal(r, hostile_error[kind]);
+                else {
+                        assert_int_equal(r, 0);
+                        assert_int_equal(wake_source_read(src, NSEC_PER_SEC / 2, &b), 0);
+                        assert_int_equal(wake_source_read(src, 2 * NSEC_PER_SEC, &b),
+                                         hostile_error[kind]);
+                        assert_int_equal(b.n_edges, 1); /* the event before the NULs */
+                }
+                src = wake_source_free(src);
+                wake_batch_done(&b);
+                assert_true(now_sec() - start < 1.0);
+        }
+        unlink(path);
+}
+
+/* The perf source reads sched_waking's id and format from tracefs before it opens anything:
+ * a FIFO, /dev/zero or 100 MB in place of either fails the open within a second. */
+static void test_perf_tracefs_hostile(void **state) {
+        char tmp[] = "/tmp/test-wake-graph-tracefs.XXXXXX", dir[128], id[160], format[160];
+        assert_non_null(mkdtemp(tmp));
+        snprintf(dir, sizeof(dir), "%s/events/sched/sched_waking", tmp);
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+        snprintf(id, sizeof(id), "%s/id", dir);
+        snprintf(format, sizeof(format), "%s/format", dir);
+        for (int file = 0; file < 2; file++)
+                for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
+                        double start = now_sec();
+                        WakeSourceOptions opts = { .tracefs = tmp };
+                        WakeSource *src = NULL;
+                        make_hostile(id, "300\n", file == 0 ? kind : HOSTILE_BIG);
+                        if (file == 1) {
+                                assert_int_equal(truncate(id, 4), 0); /* "300\n" alone */
+                                make_hostile(format, "name: sched_waking\nID: 300\n", kind);
+                        }
+                        assert_int_equal(wake_source_open(WAKE_SOURCE_PERF, &opts, &src, NULL),
+                                         hostile_error[kind]);
+                        assert_null(src);
+                        assert_true(now_sec() - start < 1.0);
+                }
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+        assert_int_equal(system(cmd), 0);
+}
+
 static void test_group_class_names(void **state) {
         for (int c = 0; c < _GROUP_CLASS_MAX; c++)
                 assert_int_equal(group_class_from_string(group_class_to_string(c)), c);
@@ -752,6 +841,8 @@ int main(void) {
                 cmocka_unit_test(test_group_class_names),
                 cmocka_unit_test(test_replay_pair),
                 cmocka_unit_test(test_replay_errors),
+                cmocka_unit_test(test_replay_hostile),
+                cmocka_unit_test(test_perf_tracefs_hostile),
                 cmocka_unit_test(test_ingested_counters),
         };
         return cmocka_run_group_tests(tests, setup_seed, NULL);
