@@ -102,6 +102,7 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
                 .reloads = m->n_reloads,
                 .last_tick_duration_seconds = (double)m->last_tick_cost_usec / USEC_PER_SEC,
                 .last_tick_timestamp_seconds = (double)m->last_tick_realtime_usec / USEC_PER_SEC,
+                .trials = m->trials,
                 .energy_active_cpu_seconds = m->energy_active_cpu_seconds,
                 .capacity_source = m->topo ? m->topo->capacity_source : TOPO_CAPACITY_NONE,
         };

@@ -544,6 +544,7 @@ static void manager_publish(Manager *m, TickResult *res) {
         m->n_trials_started += res->trials_started;
         for (int v = 0; v < _TRIAL_VERDICT_MAX; v++)
                 m->n_trial_verdicts[v] += res->trial_verdicts[v];
+        metrics_trials_add(&m->trials, &res->trials);
         if (res->placement_changes > 0) {
                 m->n_placement_changes += res->placement_changes;
                 bus_emit_placement_changed(m);

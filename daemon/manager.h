@@ -124,6 +124,8 @@ typedef struct Manager {
         uint64_t start_realtime_usec;                  /* CLOCK_REALTIME at start */
         uint64_t last_tick_realtime_usec;
         int metrics_textfile_error; /* the last write's error, 0 ok: logged when it changes */
+        /* What the trials' verdicts stood on, their re-checks and ties (a counter each). */
+        MetricsTrials trials;
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);

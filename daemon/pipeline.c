@@ -762,6 +762,7 @@ static void pipeline_count_trials(const Plan *old_plan, const Plan *plan, TickRe
 
                 if (was == is)
                         continue;
+                metrics_trials_count(&ret->trials, was, &pg->trial);
                 if (is == TRIAL_RUNNING)
                         ret->trials_started++;
                 else if (was == TRIAL_RUNNING)

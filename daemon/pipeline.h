@@ -17,6 +17,7 @@
 #include "group.h"
 #include "idle.h"
 #include "journal.h"
+#include "metrics-text.h" /* MetricsTrials */
 #include "policy.h"
 #include "tick-clock.h" /* TickKind */
 #include "topology.h"
@@ -56,6 +57,7 @@ typedef struct TickResult {
         /* Trials that ended this tick, by the verdict they ended in (TRIAL_KEPT,
          * TRIAL_REVERTED; TRIAL_NONE: cut short). */
         unsigned trial_verdicts[_TRIAL_VERDICT_MAX];
+        MetricsTrials trials;                 /* the verdicts' windows and gains, re-checks, ties */
         uint64_t stage_usec[_TICK_STAGE_MAX]; /* each stage's CPU time (the thread's clock) */
         /* A group waits to be measured or a placement is on trial: the next
          * tick is worth having soon (a quick one). */

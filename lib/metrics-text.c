@@ -27,6 +27,12 @@
  * OpenMetrics too). The Prometheus dialect ends with "# EOF" as well: a
  * comment there, it lets a reader of the textfile see that it is whole.
  *
+ * A histogram (the trials' gains) is "histogram" in both, its HELP and TYPE
+ * naming the family and its samples ending in _bucket, _sum and _count. Its
+ * le bounds are spelt as OpenMetrics wants them canonical ("1.0", "+Inf");
+ * promtool and node_exporter read "1.0" as the same number, so both dialects
+ * keep one spelling and the same series.
+ *
  * HELP texts hold no double quote: OpenMetrics wants it escaped there, the
  * 0.0.4 format refuses the escape.
  *
@@ -62,9 +68,20 @@ DEFINE_STRING_TABLE_LOOKUP(metrics_format, MetricsFormat);
 typedef enum FamilyType {
         FAMILY_GAUGE,
         FAMILY_COUNTER,
+        FAMILY_HISTOGRAM,
+        _FAMILY_TYPE_MAX,
 } FamilyType;
 
-/* A metric family. name is the OpenMetrics family name: a counter's samples add "_total". */
+static const char *const family_type_table[_FAMILY_TYPE_MAX] = {
+        [FAMILY_GAUGE] = "gauge",
+        [FAMILY_COUNTER] = "counter",
+        [FAMILY_HISTOGRAM] = "histogram",
+};
+
+/*
+ * A metric family. name is the OpenMetrics family name: a counter's samples
+ * add "_total", a histogram's "_bucket", "_sum" and "_count".
+ */
 typedef struct Family {
         const char *name;
         FamilyType type;
@@ -97,8 +114,8 @@ static void write_header(Writer *w, const Family *fam) {
 
         fprintf(w->f, "# HELP %s%s ", fam->name, suffix);
         write_escaped(w->f, fam->help, false);
-        fprintf(w->f, "\n# TYPE %s%s %s\n", fam->name, suffix,
-                fam->type == FAMILY_COUNTER ? "counter" : "gauge");
+        assert((unsigned)fam->type < _FAMILY_TYPE_MAX);
+        fprintf(w->f, "\n# TYPE %s%s %s\n", fam->name, suffix, family_type_table[fam->type]);
         if (om && fam->unit)
                 fprintf(w->f, "# UNIT %s %s\n", fam->name, fam->unit);
         w->current = fam;
@@ -116,19 +133,14 @@ static void write_value(FILE *f, double v) {
                 fprintf(f, "%.15g", v); /* a timestamp keeps its fraction */
 }
 
-/*
- * One sample of fam; labels are name, value pairs ending with NULL. The
- * family's HELP and TYPE come first, once.
- */
-static void sample(Writer *w, const Family *fam, double value, ...) {
-        va_list ap;
+/* One sample of fam named with suffix after the family's name; labels as sample()'s. */
+static void sample_va(Writer *w, const Family *fam, const char *suffix, double value, va_list ap) {
         const char *name;
         bool first = true;
 
         if (w->current != fam)
                 write_header(w, fam);
-        fprintf(w->f, "%s%s", fam->name, fam->type == FAMILY_COUNTER ? "_total" : "");
-        va_start(ap, value);
+        fprintf(w->f, "%s%s", fam->name, suffix);
         while ((name = va_arg(ap, const char *))) {
                 const char *v = va_arg(ap, const char *);
                 fprintf(w->f, "%s%s=\"", first ? "{" : ",", name);
@@ -136,10 +148,32 @@ static void sample(Writer *w, const Family *fam, double value, ...) {
                 fputc('"', w->f);
                 first = false;
         }
-        va_end(ap);
         fputs(first ? " " : "} ", w->f);
         write_value(w->f, value);
         fputc('\n', w->f);
+}
+
+/*
+ * One sample of a gauge or counter fam; labels are name, value pairs ending
+ * with NULL. The family's HELP and TYPE come first, once.
+ */
+static void sample(Writer *w, const Family *fam, double value, ...) {
+        va_list ap;
+
+        assert(fam->type != FAMILY_HISTOGRAM);
+        va_start(ap, value);
+        sample_va(w, fam, fam->type == FAMILY_COUNTER ? "_total" : "", value, ap);
+        va_end(ap);
+}
+
+/* One sample of a histogram: suffix "_bucket" (the last label le), "_sum" or "_count". */
+static void sample_part(Writer *w, const Family *fam, const char *suffix, double value, ...) {
+        va_list ap;
+
+        assert(fam->type == FAMILY_HISTOGRAM);
+        va_start(ap, value);
+        sample_va(w, fam, suffix, value, ap);
+        va_end(ap);
 }
 
 /* A counter's value: uint64 figures go through double (exact up to 2^53). */
@@ -165,6 +199,31 @@ static const Family fam_trials = { "placed_trials_started", FAMILY_COUNTER, NULL
 static const Family fam_verdicts = { "placed_trial_verdicts", FAMILY_COUNTER, NULL,
                                      "Trials ended, by verdict: kept, reverted (measured worse, "
                                      "handed back) or cut_short (widened out or its CPUs went)" };
+static const Family fam_windows = { "placed_trial_windows", FAMILY_COUNTER, NULL,
+                                    "Switchback windows measured behind the verdicts given, by "
+                                    "verdict: kept or reverted" };
+static const Family fam_rechecks = { "placed_trial_rechecks", FAMILY_COUNTER, NULL,
+                                     "Re-checks of kept placements started: a switchback run "
+                                     "again, when due or at once after a drift" };
+static const Family fam_rechecks_drifted = { "placed_trial_rechecks_drifted", FAMILY_COUNTER, NULL,
+                                             "Of the re-checks, those started at once as the "
+                                             "placement's progress or run-queue wait drifted "
+                                             "from its figures at the verdict" };
+static const Family fam_ties = { "placed_trial_ties", FAMILY_COUNTER, NULL,
+                                 "Placements handed back as a tie: after the last window, no "
+                                 "clear gain and no clear loss (ties go to the kernel)" };
+static const Family fam_gain = { "placed_trial_verdict_gain", FAMILY_HISTOGRAM, NULL,
+                                 "The gains behind the verdicts given, by verdict: progress "
+                                 "placed over progress left to the kernel, the mean over a "
+                                 "trial's pairs of windows" };
+static const Family fam_last_gain = { "placed_trial_last_gain", FAMILY_GAUGE, NULL,
+                                      "The last verdict's gain (placed over kernel): bound mean, "
+                                      "and low and high of its 95% interval" };
+static const Family fam_last_windows = { "placed_trial_last_windows", FAMILY_GAUGE, NULL,
+                                         "Switchback windows behind the last verdict" };
+static const Family fam_last_kept = { "placed_trial_last_kept", FAMILY_GAUGE, NULL,
+                                      "1 when the last verdict kept the placement, 0 when it "
+                                      "handed it back" };
 static const Family fam_wakeups = { "placed_sampler_wakeups", FAMILY_COUNTER, NULL,
                                     "Wakeups the sampler saw: sampled (attributed to a waker), "
                                     "skipped (hard IRQ, idle, kernel threads, exited tasks) or "
@@ -239,6 +298,49 @@ static void write_state(Writer *w, const MetricsFigures *f) {
         sample(w, &fam_verdicts, U(f->trial_verdicts[TRIAL_NONE]), "verdict", "cut_short", NULL);
 }
 
+/* A bucket's bound as OpenMetrics spells it, the same in both dialects: "1.0", "0.97", "+Inf". */
+static void format_bound(char *buf, size_t size, double bound) {
+        if (isinf(bound)) {
+                snprintf(buf, size, "+Inf");
+                return;
+        }
+        int n = snprintf(buf, size, "%.15g", bound);
+        if (n > 0 && (size_t)n + 2 < size && !strpbrk(buf, ".e"))
+                strcat(buf, ".0");
+}
+
+/* One verdict's histogram of gains: cumulative buckets, then the sum and the count. */
+static void write_gains(Writer *w, const char *verdict, const MetricsGains *g) {
+        uint64_t n = 0;
+        char le[32];
+
+        for (unsigned i = 0; i < METRICS_GAIN_BUCKETS; i++) {
+                n += g->bucket[i];
+                format_bound(le, sizeof(le),
+                             i + 1 < METRICS_GAIN_BUCKETS ? metrics_gain_bounds[i] : INFINITY);
+                sample_part(w, &fam_gain, "_bucket", U(n), "verdict", verdict, "le", le, NULL);
+        }
+        sample_part(w, &fam_gain, "_sum", g->sum, "verdict", verdict, NULL);
+        sample_part(w, &fam_gain, "_count", U(n), "verdict", verdict, NULL);
+}
+
+static void write_trials(Writer *w, const MetricsTrials *t) {
+        sample(w, &fam_windows, U(t->windows[TRIAL_KEPT]), "verdict", "kept", NULL);
+        sample(w, &fam_windows, U(t->windows[TRIAL_REVERTED]), "verdict", "reverted", NULL);
+        sample(w, &fam_rechecks, U(t->rechecks), NULL);
+        sample(w, &fam_rechecks_drifted, U(t->rechecks_drifted), NULL);
+        sample(w, &fam_ties, U(t->ties), NULL);
+        write_gains(w, "kept", &t->gains[TRIAL_KEPT]);
+        write_gains(w, "reverted", &t->gains[TRIAL_REVERTED]);
+        if (t->last_verdict != TRIAL_KEPT && t->last_verdict != TRIAL_REVERTED)
+                return; /* no verdict given yet */
+        sample(w, &fam_last_gain, t->last_gain, "bound", "mean", NULL);
+        sample(w, &fam_last_gain, t->last_gain_lo, "bound", "low", NULL);
+        sample(w, &fam_last_gain, t->last_gain_hi, "bound", "high", NULL);
+        sample(w, &fam_last_windows, t->last_windows, NULL);
+        sample(w, &fam_last_kept, t->last_verdict == TRIAL_KEPT, NULL);
+}
+
 static void write_sampler(Writer *w, const MetricsFigures *f) {
         sample(w, &fam_wakeups, U(f->wakeups_sampled), "result", "sampled", NULL);
         sample(w, &fam_wakeups, U(f->wakeups_skipped), "result", "skipped", NULL);
@@ -308,6 +410,7 @@ int metrics_text_format(const MetricsFigures *f, MetricsFormat format, char **re
         if (!w.f)
                 return -ENOMEM;
         write_state(&w, f);
+        write_trials(&w, &f->trials);
         write_sampler(&w, f);
         write_process(&w, f);
         write_cpus(&w, f);
@@ -321,6 +424,68 @@ int metrics_text_format(const MetricsFigures *f, MetricsFormat format, char **re
         *ret = buf;
         *ret_len = len;
         return 0;
+}
+
+/* ---- The trials' tally ---- */
+
+const double metrics_gain_bounds[METRICS_GAIN_BUCKETS - 1] = { 0.5,  0.8, 0.9, 0.97, 1.0,
+                                                               1.03, 1.1, 1.5, 2.0,  4.0 };
+
+/* A gain that is not a number is not observed: it would spoil the sum for good. */
+static void gains_observe(MetricsGains *g, double gain) {
+        unsigned i = 0;
+
+        if (!isfinite(gain))
+                return;
+        while (i + 1 < METRICS_GAIN_BUCKETS && gain > metrics_gain_bounds[i])
+                i++;
+        g->bucket[i]++;
+        g->sum += gain;
+}
+
+void metrics_trials_count(MetricsTrials *t, TrialVerdict was, const PlanTrial *is) {
+        assert(t);
+        assert(is);
+        TrialVerdict v = is->verdict;
+
+        if (was == TRIAL_KEPT && v == TRIAL_RUNNING && is->recheck) {
+                t->rechecks++;
+                if (is->drifted)
+                        t->rechecks_drifted++;
+                return;
+        }
+        if (was != TRIAL_RUNNING || (v != TRIAL_KEPT && v != TRIAL_REVERTED))
+                return;
+        t->windows[v] += is->windows;
+        gains_observe(&t->gains[v], is->gain);
+        if (v == TRIAL_REVERTED && is->tie)
+                t->ties++;
+        t->last_verdict = v;
+        t->last_gain = is->gain;
+        t->last_gain_lo = is->gain_lo;
+        t->last_gain_hi = is->gain_hi;
+        t->last_windows = is->windows;
+}
+
+void metrics_trials_add(MetricsTrials *sum, const MetricsTrials *t) {
+        assert(sum);
+        assert(t);
+        for (unsigned v = 0; v < _TRIAL_VERDICT_MAX; v++) {
+                sum->windows[v] += t->windows[v];
+                for (unsigned i = 0; i < METRICS_GAIN_BUCKETS; i++)
+                        sum->gains[v].bucket[i] += t->gains[v].bucket[i];
+                sum->gains[v].sum += t->gains[v].sum;
+        }
+        sum->rechecks += t->rechecks;
+        sum->rechecks_drifted += t->rechecks_drifted;
+        sum->ties += t->ties;
+        if (t->last_verdict != TRIAL_NONE) {
+                sum->last_verdict = t->last_verdict;
+                sum->last_gain = t->last_gain;
+                sum->last_gain_lo = t->last_gain_lo;
+                sum->last_gain_hi = t->last_gain_hi;
+                sum->last_windows = t->last_windows;
+        }
 }
 
 /* ---- The textfile ---- */

@@ -56,6 +56,50 @@ typedef struct MetricsTickStage {
         double cpu_seconds;
 } MetricsTickStage;
 
+/*
+ * The buckets of placed_trial_verdict_gain: upper bounds of the gain
+ * (progress placed over progress left to the kernel), dense around 1 where
+ * keep_pct lies (power-first 0.9, balanced 1.0, latency-first 1.03), then a
+ * clear gain, a 2x and a 4x; the last bucket is +Inf.
+ */
+#define METRICS_GAIN_BUCKETS 11
+extern const double metrics_gain_bounds[METRICS_GAIN_BUCKETS - 1];
+
+/* Observed gains: how many fell in each bucket (not cumulative), and their sum. */
+typedef struct MetricsGains {
+        uint64_t bucket[METRICS_GAIN_BUCKETS]; /* [i]: above bound i - 1, at most bound i */
+        double sum;
+} MetricsGains;
+
+/*
+ * What the trials' verdicts stood on (plan.h, PlanTrial), tallied over
+ * ticks by metrics_trials_count() and metrics_trials_add(). Verdicts given
+ * are KEPT and REVERTED, the arrays' other entries stay 0. Group ids are
+ * not kept: the metrics label nothing per group.
+ */
+typedef struct MetricsTrials {
+        uint64_t windows[_TRIAL_VERDICT_MAX]; /* switchback windows behind the verdicts given */
+        MetricsGains gains[_TRIAL_VERDICT_MAX];
+        uint64_t rechecks;         /* re-checks of kept placements started */
+        uint64_t rechecks_drifted; /* of those, started at once by a drift */
+        uint64_t ties;             /* handed back after the last window without a clear answer */
+        TrialVerdict last_verdict; /* the last verdict given: KEPT, REVERTED; NONE before any */
+        double last_gain, last_gain_lo, last_gain_hi;
+        unsigned last_windows;
+} MetricsTrials;
+
+/*
+ * metrics_trials_count() - tally one group's trial between two ticks: was
+ * its verdict at the earlier (TRIAL_NONE for a group new to it), is its
+ * trial at the later. A trial going from RUNNING to KEPT or REVERTED gave a
+ * verdict: its windows and gain are counted, and it becomes the last; one
+ * going from KEPT to RUNNING as a re-check started one.
+ */
+void metrics_trials_count(MetricsTrials *t, TrialVerdict was, const PlanTrial *is);
+
+/* metrics_trials_add() - add the tally of a later span (one tick) to sum. */
+void metrics_trials_add(MetricsTrials *sum, const MetricsTrials *t);
+
 /* Everything the metrics say, as plain figures. Strings are borrowed. */
 typedef struct MetricsFigures {
         const char *version;
@@ -70,6 +114,7 @@ typedef struct MetricsFigures {
         uint64_t trials_started;
         uint64_t trial_verdicts[_TRIAL_VERDICT_MAX]; /* trials that ended in KEPT, REVERTED,
                                                        NONE (cut short) */
+        MetricsTrials trials; /* what the verdicts stood on, re-checks, ties */
 
         uint64_t wakeups_sampled, wakeups_softirq, wakeups_skipped, wakeups_lost;
         double sampler_ns_per_wakeup; /* 0 unknown */

@@ -90,6 +90,20 @@ static MetricsFigures figures(void) {
         f.trial_verdicts[TRIAL_KEPT] = 3;
         f.trial_verdicts[TRIAL_REVERTED] = 1;
         f.trial_verdicts[TRIAL_NONE] = 1;
+        /* kept at gains 1.05, 1.5 and 2 (buckets 1.1, 1.5, 2.0); reverted at 0.85 and 1 (a tie) */
+        f.trials = (MetricsTrials){ .windows = { [TRIAL_KEPT] = 24, [TRIAL_REVERTED] = 20 },
+                                    .rechecks = 3,
+                                    .rechecks_drifted = 1,
+                                    .ties = 1,
+                                    .last_verdict = TRIAL_KEPT,
+                                    .last_gain = 2,
+                                    .last_gain_lo = 1.625,
+                                    .last_gain_hi = 2.5,
+                                    .last_windows = 4 };
+        f.trials.gains[TRIAL_KEPT] =
+                (MetricsGains){ .bucket = { [6] = 1, [7] = 1, [8] = 1 }, .sum = 4.55 };
+        f.trials.gains[TRIAL_REVERTED] =
+                (MetricsGains){ .bucket = { [2] = 1, [4] = 1 }, .sum = 1.85 };
         return f;
 }
 
@@ -119,6 +133,13 @@ static void assert_line(const char *text, const char *line) {
 static void assert_no_line_with(const char *text, const char *part) {
         if (strstr(text, part))
                 fail_msg("\"%s\" should not appear in:\n%s", part, text);
+}
+
+/* text holds lines (each ending in a newline) one after another. */
+static void assert_lines(const char *text, const char *lines) {
+        const char *p = strstr(text, lines);
+        if (!p || (p != text && p[-1] != '\n'))
+                fail_msg("not these lines, in order:\n%s\nin:\n%s", lines, text);
 }
 
 /* The samples (every line not starting with '#'), which both dialects share. */
@@ -169,6 +190,16 @@ static void test_samples(void **state) {
         assert_line(text, "placed_trial_verdicts_total{verdict=\"kept\"} 3");
         assert_line(text, "placed_trial_verdicts_total{verdict=\"reverted\"} 1");
         assert_line(text, "placed_trial_verdicts_total{verdict=\"cut_short\"} 1");
+        assert_line(text, "placed_trial_windows_total{verdict=\"kept\"} 24");
+        assert_line(text, "placed_trial_windows_total{verdict=\"reverted\"} 20");
+        assert_line(text, "placed_trial_rechecks_total 3");
+        assert_line(text, "placed_trial_rechecks_drifted_total 1");
+        assert_line(text, "placed_trial_ties_total 1");
+        assert_lines(text, "placed_trial_last_gain{bound=\"mean\"} 2\n"
+                           "placed_trial_last_gain{bound=\"low\"} 1.625\n"
+                           "placed_trial_last_gain{bound=\"high\"} 2.5\n");
+        assert_line(text, "placed_trial_last_windows 4");
+        assert_line(text, "placed_trial_last_kept 1");
         assert_line(text, "placed_sampler_wakeups_total{result=\"sampled\"} 1099511627777");
         assert_line(text, "placed_sampler_wakeups_total{result=\"skipped\"} 300");
         assert_line(text, "placed_sampler_wakeups_total{result=\"lost\"} 0");
@@ -344,6 +375,158 @@ static void test_left_out(void **state) {
         assert_line(rapl, "# UNIT placed_rapl_power_watts watts");
         assert_line(rapl, "placed_rapl_power_watts 23.5");
         assert_line(rapl, "placed_sampler_seconds_per_wakeup NaN");
+}
+
+/* The gains' histogram: cumulative buckets with OpenMetrics' bounds, then the sum and the count. */
+static void test_gain_histogram(void **state) {
+        static const char kept[] =
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"0.5\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"0.8\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"0.9\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"0.97\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"1.0\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"1.03\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"1.1\"} 1\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"1.5\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"2.0\"} 3\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"4.0\"} 3\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"kept\",le=\"+Inf\"} 3\n"
+                "placed_trial_verdict_gain_sum{verdict=\"kept\"} 4.55\n"
+                "placed_trial_verdict_gain_count{verdict=\"kept\"} 3\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"0.5\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"0.8\"} 0\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"0.9\"} 1\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"0.97\"} 1\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"1.0\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"1.03\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"1.1\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"1.5\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"2.0\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"4.0\"} 2\n"
+                "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"+Inf\"} 2\n"
+                "placed_trial_verdict_gain_sum{verdict=\"reverted\"} 1.85\n"
+                "placed_trial_verdict_gain_count{verdict=\"reverted\"} 2\n";
+        static const char help[] =
+                "The gains behind the verdicts given, by verdict: progress placed over progress "
+                "left to the kernel, the mean over a trial's pairs of windows\n";
+        MetricsFigures f = figures();
+
+        for (MetricsFormat fmt = 0; fmt < _METRICS_FORMAT_MAX; fmt++) {
+                _cleanup_free_ char *text = format(&f, fmt);
+                /* the same name in HELP and TYPE in both dialects, then every sample */
+                _cleanup_free_ char *block = NULL;
+                assert_true(asprintf(&block,
+                                     "# HELP placed_trial_verdict_gain %s"
+                                     "# TYPE placed_trial_verdict_gain histogram\n%s",
+                                     help, kept) > 0);
+                assert_lines(text, block);
+                assert_no_line_with(text, "# UNIT placed_trial_verdict_gain");
+        }
+
+        /* no verdict yet: the histograms at 0, the last verdict's gauges left out */
+        f.trials = (MetricsTrials){ 0 };
+        _cleanup_free_ char *text = format(&f, METRICS_FORMAT_PROMETHEUS);
+        assert_lines(text, "placed_trial_verdict_gain_bucket{verdict=\"reverted\",le=\"+Inf\"} 0\n"
+                           "placed_trial_verdict_gain_sum{verdict=\"reverted\"} 0\n"
+                           "placed_trial_verdict_gain_count{verdict=\"reverted\"} 0\n");
+        assert_line(text, "placed_trial_windows_total{verdict=\"kept\"} 0");
+        assert_line(text, "placed_trial_ties_total 0");
+        assert_no_line_with(text, "placed_trial_last_");
+
+        /* handed back last: kept 0 */
+        f.trials.last_verdict = TRIAL_REVERTED;
+        f.trials.last_gain = 0.75;
+        _cleanup_free_ char *reverted = format(&f, METRICS_FORMAT_PROMETHEUS);
+        assert_line(reverted, "placed_trial_last_kept 0");
+        assert_line(reverted, "placed_trial_last_gain{bound=\"mean\"} 0.75");
+}
+
+static PlanTrial trial(TrialVerdict v, unsigned windows, double gain) {
+        return (PlanTrial){ .verdict = v,
+                            .windows = windows,
+                            .gain = gain,
+                            .gain_lo = gain * 0.8,
+                            .gain_hi = gain * 1.25 };
+}
+
+/* The tally counts verdicts given, re-checks and ties, and nothing else. */
+static void test_trials_count(void **state) {
+        MetricsTrials t = { 0 }, sum = { 0 };
+        PlanTrial running = trial(TRIAL_RUNNING, 0, 0), p;
+
+        metrics_trials_count(&t, TRIAL_NONE, &running); /* started: not a verdict */
+        p = trial(TRIAL_NONE, 6, 1.5);
+        metrics_trials_count(&t, TRIAL_RUNNING, &p); /* cut short: not a verdict */
+        p = trial(TRIAL_KEPT, 4, 2.0);
+        metrics_trials_count(&t, TRIAL_RUNNING, &p);
+        assert_int_equal(t.windows[TRIAL_KEPT], 4);
+        assert_int_equal(t.gains[TRIAL_KEPT].bucket[8], 1); /* 2.0 is in le="2.0" */
+        assert_true(t.gains[TRIAL_KEPT].sum == 2.0);
+        assert_int_equal(t.last_verdict, TRIAL_KEPT);
+        assert_true(t.last_gain == 2.0 && t.last_gain_lo == 1.6 && t.last_gain_hi == 2.5);
+        assert_int_equal(t.last_windows, 4);
+
+        /* re-checks: due, drifted; a placement put on trial anew is none */
+        running.recheck = true;
+        metrics_trials_count(&t, TRIAL_KEPT, &running);
+        running.drifted = true;
+        metrics_trials_count(&t, TRIAL_KEPT, &running);
+        running.recheck = running.drifted = false;
+        metrics_trials_count(&t, TRIAL_KEPT, &running);
+        metrics_trials_count(&t, TRIAL_REVERTED, &running);
+        assert_int_equal(t.rechecks, 2);
+        assert_int_equal(t.rechecks_drifted, 1);
+
+        /* a tie at 1.0 (in le="1.0"), a loss at 0.5 (le="0.5"), a 5x gain (+Inf) */
+        p = trial(TRIAL_REVERTED, 16, 1.0);
+        p.tie = true;
+        metrics_trials_count(&t, TRIAL_RUNNING, &p);
+        p = trial(TRIAL_REVERTED, 4, 0.5);
+        metrics_trials_count(&t, TRIAL_RUNNING, &p);
+        p = trial(TRIAL_KEPT, 8, 5.0);
+        metrics_trials_count(&t, TRIAL_RUNNING, &p);
+        /* a tie already counted: no change of verdict, not counted again */
+        p = trial(TRIAL_REVERTED, 16, 1.0);
+        p.tie = true;
+        metrics_trials_count(&t, TRIAL_REVERTED, &p);
+        /* a gain that is no number: its windows count, the histogram stays whole */
+        p = trial(TRIAL_REVERTED, 2, 0.0 / 0.0);
+        metrics_trials_count(&t, TRIAL_RUNNING, &p);
+
+        assert_int_equal(t.ties, 1);
+        assert_int_equal(t.windows[TRIAL_KEPT], 12);
+        assert_int_equal(t.windows[TRIAL_REVERTED], 22);
+        assert_int_equal(t.windows[TRIAL_NONE], 0);
+        assert_int_equal(t.gains[TRIAL_REVERTED].bucket[0], 1);
+        assert_int_equal(t.gains[TRIAL_REVERTED].bucket[4], 1);
+        assert_true(t.gains[TRIAL_REVERTED].sum == 1.5);
+        assert_int_equal(t.gains[TRIAL_KEPT].bucket[METRICS_GAIN_BUCKETS - 1], 1);
+        assert_true(t.gains[TRIAL_KEPT].sum == 7.0);
+        for (unsigned i = 0; i < METRICS_GAIN_BUCKETS; i++)
+                assert_int_equal(t.gains[TRIAL_NONE].bucket[i], 0);
+        assert_int_equal(t.last_verdict, TRIAL_REVERTED);
+        assert_int_equal(t.last_windows, 2);
+
+        /* added over two ticks: sums, and the later tick's last verdict */
+        metrics_trials_add(&sum, &t);
+        MetricsTrials quiet = { .rechecks = 1 };
+        metrics_trials_add(&sum, &quiet); /* a tick without a verdict keeps the last one */
+        assert_int_equal(sum.last_verdict, TRIAL_REVERTED);
+        assert_int_equal(sum.last_windows, 2);
+        MetricsTrials later = { 0 };
+        p = trial(TRIAL_KEPT, 4, 1.02);
+        metrics_trials_count(&later, TRIAL_RUNNING, &p);
+        metrics_trials_add(&sum, &later);
+        assert_int_equal(sum.windows[TRIAL_KEPT], 16);
+        assert_int_equal(sum.windows[TRIAL_REVERTED], 22);
+        assert_int_equal(sum.rechecks, 3);
+        assert_int_equal(sum.rechecks_drifted, 1);
+        assert_int_equal(sum.ties, 1);
+        assert_int_equal(sum.gains[TRIAL_KEPT].bucket[5], 1); /* 1.02: le="1.03" */
+        assert_true(sum.gains[TRIAL_KEPT].sum == 8.02);
+        assert_int_equal(sum.last_verdict, TRIAL_KEPT);
+        assert_true(sum.last_gain == 1.02);
+        assert_int_equal(sum.last_windows, 4);
 }
 
 /* ---- The textfile ---- */
@@ -530,6 +713,8 @@ int main(void) {
                 cmocka_unit_test(test_prometheus_metadata),
                 cmocka_unit_test(test_capacity_sources),
                 cmocka_unit_test(test_left_out),
+                cmocka_unit_test(test_gain_histogram),
+                cmocka_unit_test(test_trials_count),
                 cmocka_unit_test_setup_teardown(test_textfile_replaced, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_textfile_links, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_textfile_directory, setup_dir, teardown_dir),

@@ -11,8 +11,8 @@
 # at its path not followed, a full disk (a small tmpfs) that keeps the
 # previous file and is logged once, a broken [metrics] key refused with
 # FILE:LINE on reload. Last, as root, one enforce step: placed judges the
-# pair's trial and the textfile counts the verdict, and the pair's affinity
-# is put back.
+# pair's trial and the textfile counts the verdict, the windows behind it
+# and its gain, and the pair's affinity is put back.
 . "$(dirname "$0")/lib/common.sh"
 
 command -v promtool >/dev/null || skip "promtool is not installed (apt-get install prometheus)"
@@ -408,12 +408,43 @@ enforce_step() {
     grep -q 'mode="enforce"' "$prom_dir/enforce.prom" || fail "not in enforce mode"
     local verdicts
     verdicts=$(grep '^placed_trial_verdicts_total' "$prom_dir/enforce.prom" | sed 's/placed_trial_verdicts_total//' | paste -sd ' ')
+    verdict_figures "$prom_dir/enforce.prom"
     placed_stop TERM
     [ "$placed_rc" -eq 0 ] || fail "placed exited with $placed_rc"
     pair_stop
     live_check_restored
     ok "enforce: the pair's trial judged and counted ($verdicts), affinities put back"
     enforce_ticks_as_logged "$prom_dir/enforce.prom" "$T/enforce.log"
+}
+
+# What the verdicts stood on, in one copy of the textfile (a tick may replace
+# it between two reads): each verdict given has windows behind it, a pair at
+# least, and its gain in the histogram; the last verdict's gain lies in its
+# interval.
+verdict_figures() { # TEXTFILE
+    local f=$T/verdicts.prom v n w c last
+    cp "$1" "$f"
+    for v in kept reverted; do
+        n=$(value "$f" "placed_trial_verdicts_total{verdict=\"$v\"}") || fail "no $v verdicts counted"
+        w=$(value "$f" "placed_trial_windows_total{verdict=\"$v\"}") || fail "no $v windows counted"
+        c=$(value "$f" "placed_trial_verdict_gain_count{verdict=\"$v\"}") || fail "no $v gains"
+        [ "$(value "$f" "placed_trial_verdict_gain_bucket{verdict=\"$v\",le=\"+Inf\"}")" = "$c" ] ||
+            fail "the $v gains' +Inf bucket is not their count $c: $(grep "gain.*$v" "$f")"
+        [ "$c" = "$n" ] || fail "$n $v verdicts, $c gains in the histogram"
+        ge "$w" $((2 * n)) || fail "$n $v verdicts stood on $w windows"
+        [ "$n" -eq 0 ] || gt "$w" 0 || fail "$n $v verdicts, no windows"
+    done
+    local mean low high kept windows
+    mean=$(value "$f" 'placed_trial_last_gain{bound="mean"}') || fail "no last verdict: $(grep placed_trial_last "$f")"
+    low=$(value "$f" 'placed_trial_last_gain{bound="low"}') || fail "no low bound"
+    high=$(value "$f" 'placed_trial_last_gain{bound="high"}') || fail "no high bound"
+    windows=$(value "$f" placed_trial_last_windows) || fail "no placed_trial_last_windows"
+    kept=$(value "$f" placed_trial_last_kept) || fail "no placed_trial_last_kept"
+    between "$low" "$mean" "$high" || fail "the last gain $mean is not within [$low, $high]"
+    ge "$windows" 2 || fail "the last verdict stood on $windows windows"
+    case $kept in 0 | 1) ;; *) fail "placed_trial_last_kept $kept" ;; esac
+    last="last: $(awk -v m="$mean" -v l="$low" -v h="$high" 'BEGIN { printf "%.2fx [%.2f-%.2f]", m, l, h }') over $windows windows, kept $kept"
+    ok "enforce: windows behind the verdicts (kept $(value "$f" 'placed_trial_windows_total{verdict="kept"}'), reverted $(value "$f" 'placed_trial_windows_total{verdict="reverted"}')), gains in the histogram; $last"
 }
 
 # The last textfile (written after every tick) against placed's debug log,
