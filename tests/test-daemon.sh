@@ -255,4 +255,23 @@ grep -q "holds the undo journal" "$T/out" || { cat "$T/out"; fail "second instan
 ok "a second instance on the same journal is refused"
 kill -TERM $pid
 wait $pid || true
+
+# --- a FIFO as /proc/stat, /dev/zero as /proc/interrupts: each tick goes on,
+# and placed says once which file it cannot read
+mkdir -p "$T/hostile-proc"
+mkfifo "$T/hostile-proc/stat"
+ln -s /dev/zero "$T/hostile-proc/interrupts"
+start_placed --dry-run --sysfs-root "$PLACED_SRC/tests/fixtures/topo-vm2" --procfs-root "$T/hostile-proc"
+wait_for 5 notified READY=1 || { cat "$T/placed.log"; fail "no READY=1 with a hostile procfs"; }
+wait_for 1 grep -q "Cannot read \"$T/hostile-proc/stat\": not a regular file" "$T/placed.log" ||
+    { cat "$T/placed.log"; fail "a FIFO as stat is not named within a second of READY"; }
+wait_for 1 grep -q "Cannot read \"$T/hostile-proc/interrupts\": not a regular file" "$T/placed.log" ||
+    { cat "$T/placed.log"; fail "/dev/zero as interrupts is not named"; }
+pings() { grep -c '^WATCHDOG=1' "$T/notify.log"; }
+more_pings() { [ "$(pings)" -gt "$1" ]; }
+wait_for 2 more_pings "$(pings)" || fail "the loop stopped"
+[ "$(grep -c 'Cannot read' "$T/placed.log")" -eq 2 ] || { cat "$T/placed.log"; fail "warned more than once a file"; }
+kill -TERM $pid
+wait $pid || fail "placed exited $? after a hostile procfs"
+ok "a FIFO as stat and /dev/zero as interrupts: named once each, the loop goes on"
 echo "all daemon checks passed"
