@@ -24,6 +24,7 @@
 #include "act-cpuset.h"
 #include "journal.h"
 #include "macro.h"
+#include "hostile.h"
 
 typedef struct Fixture {
         char tmp[64];
@@ -175,31 +176,6 @@ static void test_v2_admin_change_wins(void **state) {
         assert_cpus(f, "user.slice", "6");
 }
 
-enum { HOSTILE_FIFO, HOSTILE_ZERO, HOSTILE_BIG, _HOSTILE_MAX };
-static const int hostile_error[_HOSTILE_MAX] = { -EBADFD, -EBADFD, -EFBIG };
-
-/* A FIFO with no writer, a link to /dev/zero, or good lines and then 100 MB of NULs
- * (sparse) without a newline, at path. */
-static void make_hostile(const char *path, const char *good, int kind) {
-        unlink(path);
-        if (kind == HOSTILE_FIFO)
-                assert_int_equal(mkfifo(path, 0600), 0);
-        else if (kind == HOSTILE_ZERO)
-                assert_int_equal(symlink("/dev/zero", path), 0);
-        else {
-                _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                assert_true(fd >= 0);
-                assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
-                assert_int_equal(ftruncate(fd, 100 << 20), 0);
-        }
-}
-
-static double now_sec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A cpuset.cpus that is a FIFO, /dev/zero or 100 MB: apply fails at once, and nothing is
  * journaled or written; with the file back, apply works. */
 static void test_v2_hostile_cpus(void **state) {
@@ -209,14 +185,14 @@ static void test_v2_hostile_cpus(void **state) {
         snprintf(path, sizeof(path), "%s/cpuset.cpus", dir);
         CpuSet want = set_of("0-1");
         for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
-                double start = now_sec();
+                double start = hostile_now_sec();
                 _cleanup_free_ char *v = NULL;
-                make_hostile(path, "0-7\n", kind);
+                hostile_make(path, "0-7\n", kind);
                 assert_int_equal(act_cpuset_apply(f->act, "system.slice", &want, NULL, NULL),
                                  hostile_error[kind]);
                 assert_int_equal(act_cpuset_read_cpus(dir, &v), hostile_error[kind]);
                 assert_null(v);
-                assert_true(now_sec() - start < 1.0);
+                assert_true(hostile_now_sec() - start < 1.0);
                 assert_int_equal(journal_size(f->journal), 0);
         }
         assert_int_equal(unlink(path), 0);
@@ -236,16 +212,16 @@ static void test_find_mount_hostile(void **state) {
         assert_int_equal(mkdir(path, 0700), 0);
         snprintf(path, sizeof(path), "%s/self/mountinfo", tmp);
         for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
-                double start = now_sec();
+                double start = hostile_now_sec();
                 _cleanup_free_ char *mnt = NULL;
-                make_hostile(path,
+                hostile_make(path,
                              "22 1 0:21 / /proc rw - proc proc rw\n"
                              "23 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
                              kind);
                 int r = act_cpuset_find_mount(tmp, CGROUP_VERSION_1, &mnt);
                 assert_int_equal(r, hostile_error[kind]);
                 assert_null(mnt);
-                assert_true(now_sec() - start < 1.0);
+                assert_true(hostile_now_sec() - start < 1.0);
         }
         /* The mount is found before the NULs: nothing past it is read. */
         _cleanup_free_ char *v2 = NULL;

@@ -26,6 +26,7 @@
 #include "cpustat.h"
 #include "idle.h"
 #include "macro.h"
+#include "hostile.h"
 
 typedef struct Ctx {
         char dir[PATH_MAX]; /* temp procfs root */
@@ -234,37 +235,17 @@ static void test_interrupts(void **state) {
         assert_int_equal(cpustat_refresh_irqs(cs), -EBADMSG);
 }
 
-enum { HOSTILE_FIFO, HOSTILE_ZERO, HOSTILE_BIG, _HOSTILE_MAX };
-
-/* Puts a FIFO with no writer, a link to /dev/zero, or good lines followed by
- * 100 MB of NULs (sparse) without a newline at name in place of the file. */
+/* Puts the hostile file of kind (hostile.h) at name in place of the file. */
 static void make_hostile(const Ctx *c, const char *name, const char *good, int kind) {
         char path[PATH_MAX + 16];
         snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-        unlink(path);
-        if (kind == HOSTILE_FIFO)
-                assert_int_equal(mkfifo(path, 0600), 0);
-        else if (kind == HOSTILE_ZERO)
-                assert_int_equal(symlink("/dev/zero", path), 0);
-        else {
-                _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                assert_true(fd >= 0);
-                assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
-                assert_int_equal(ftruncate(fd, 100 << 20), 0);
-        }
-}
-
-static double now_sec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        hostile_make(path, good, kind);
 }
 
 /* A FIFO, /dev/zero or 100 MB in place of stat or interrupts is refused at
  * once (an error, not a wait or an endless read), and the next good read
  * finds the figures of the last good one: nothing was lost. */
 static void test_hostile(void **state) {
-        static const int errors[_HOSTILE_MAX] = { -EBADFD, -EBADFD, -EFBIG };
         Ctx *c = *state;
         const char *stat1 = "cpu0 10 0 0 10\ncpu1 10 0 0 10\n";
         const char *irqs1 = "           CPU0       CPU1\n  1:         10          5  IO-APIC\n";
@@ -276,12 +257,12 @@ static void test_hostile(void **state) {
         assert_int_equal(cpustat_refresh_irqs(cs), 0);
 
         for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
-                double start = now_sec();
+                double start = hostile_now_sec();
                 make_hostile(c, "stat", stat1, kind);
                 make_hostile(c, "interrupts", irqs1, kind);
-                assert_int_equal(cpustat_refresh(cs), errors[kind]);
-                assert_int_equal(cpustat_refresh_irqs(cs), errors[kind]);
-                assert_true(now_sec() - start < 1.0);
+                assert_int_equal(cpustat_refresh(cs), hostile_error[kind]);
+                assert_int_equal(cpustat_refresh_irqs(cs), hostile_error[kind]);
+                assert_true(hostile_now_sec() - start < 1.0);
         }
 
         write_stat(c, "cpu0 15 0 0 15\ncpu1 10 0 0 20\n");

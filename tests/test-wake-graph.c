@@ -26,6 +26,7 @@
 #include "util.h"
 #include "wake-graph.h"
 #include "wake-source.h"
+#include "hostile.h"
 
 #define MAX_TID 70000
 #define TICK_NS NSEC_PER_SEC
@@ -709,31 +710,6 @@ static void test_replay_errors(void **state) {
         wake_batch_done(&b);
 }
 
-enum { HOSTILE_FIFO, HOSTILE_ZERO, HOSTILE_BIG, _HOSTILE_MAX };
-static const int hostile_error[_HOSTILE_MAX] = { -EBADFD, -EBADFD, -EFBIG };
-
-/* A FIFO with no writer, a link to /dev/zero, or good lines and then 100 MB of NULs
- * (sparse) without a newline, at path. */
-static void make_hostile(const char *path, const char *good, int kind) {
-        unlink(path);
-        if (kind == HOSTILE_FIFO)
-                assert_int_equal(mkfifo(path, 0600), 0);
-        else if (kind == HOSTILE_ZERO)
-                assert_int_equal(symlink("/dev/zero", path), 0);
-        else {
-                _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                assert_true(fd >= 0);
-                assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
-                assert_int_equal(ftruncate(fd, 100 << 20), 0);
-        }
-}
-
-static double now_sec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A replay file that is a FIFO or /dev/zero is refused at open; one whose events run into
  * 100 MB of NULs gives its events, then -EFBIG: all within a second. */
 static void test_replay_hostile(void **state) {
@@ -742,11 +718,11 @@ static void test_replay_hostile(void **state) {
         assert_true(fd >= 0);
         close(fd);
         for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
-                double start = now_sec();
+                double start = hostile_now_sec();
                 WakeSourceOptions opts = { .replay_path = path };
                 WakeSource *src = NULL;
                 WakeBatch b = {};
-                make_hostile(path, "1000000000 4001 4001 pipe-a 4002 4002 pipe-b\n", kind);
+                hostile_make(path, "1000000000 4001 4001 pipe-a 4002 4002 pipe-b\n", kind);
                 int r = wake_source_open(WAKE_SOURCE_REPLAY, &opts, &src, NULL);
                 if (kind != HOSTILE_BIG)
                         assert_int_equal(r, hostile_error[kind]);
@@ -759,7 +735,7 @@ static void test_replay_hostile(void **state) {
                 }
                 src = wake_source_free(src);
                 wake_batch_done(&b);
-                assert_true(now_sec() - start < 1.0);
+                assert_true(hostile_now_sec() - start < 1.0);
         }
         unlink(path);
 }
@@ -777,18 +753,18 @@ static void test_perf_tracefs_hostile(void **state) {
         snprintf(format, sizeof(format), "%s/format", dir);
         for (int file = 0; file < 2; file++)
                 for (int kind = 0; kind < _HOSTILE_MAX; kind++) {
-                        double start = now_sec();
+                        double start = hostile_now_sec();
                         WakeSourceOptions opts = { .tracefs = tmp };
                         WakeSource *src = NULL;
-                        make_hostile(id, "300\n", file == 0 ? kind : HOSTILE_BIG);
+                        hostile_make(id, "300\n", file == 0 ? kind : HOSTILE_BIG);
                         if (file == 1) {
                                 assert_int_equal(truncate(id, 4), 0); /* "300\n" alone */
-                                make_hostile(format, "name: sched_waking\nID: 300\n", kind);
+                                hostile_make(format, "name: sched_waking\nID: 300\n", kind);
                         }
                         assert_int_equal(wake_source_open(WAKE_SOURCE_PERF, &opts, &src, NULL),
                                          hostile_error[kind]);
                         assert_null(src);
-                        assert_true(now_sec() - start < 1.0);
+                        assert_true(hostile_now_sec() - start < 1.0);
                 }
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
         assert_int_equal(system(cmd), 0);
