@@ -36,27 +36,31 @@ static int open_regular(const char *path) {
         return fd;
 }
 
+/* One read(2), again when a signal interrupted it. Return: bytes (0 at the end), -errno. */
+static ssize_t read_some(int fd, void *buf, size_t size) {
+        ssize_t n;
+        do
+                n = read(fd, buf, size);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? negative_errno() : n;
+}
+
 /* Reads fd to its end into buf, at most size - 1 bytes. Return: bytes, -EFBIG, -errno. */
 static ssize_t read_bounded(int fd, char *buf, size_t size) {
         size_t len = 0;
         for (;;) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
+                ssize_t n = read_some(fd, buf + len, size - 1 - len);
+                if (n <= 0) {
+                        if (n < 0)
+                                return n;
                         break;
+                }
                 len += (size_t)n;
                 if (len == size - 1) {
                         char extra;
-                        do
-                                n = read(fd, &extra, 1);
-                        while (n < 0 && errno == EINTR);
-                        if (n < 0)
-                                return negative_errno();
-                        if (n > 0)
-                                return -EFBIG;
+                        n = read_some(fd, &extra, 1);
+                        if (n != 0)
+                                return n < 0 ? n : -EFBIG;
                         break;
                 }
         }
@@ -81,11 +85,9 @@ int read_small_file_head(const char *path, char *buf, size_t size) {
                 return fd;
         size_t len = 0;
         while (len < size - 1) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
+                ssize_t n = read_some(fd, buf + len, size - 1 - len);
                 if (n < 0)
-                        return negative_errno();
+                        return (int)n;
                 if (n == 0)
                         break;
                 len += (size_t)n;
@@ -129,11 +131,9 @@ int read_small_file_alloc(const char *path, size_t max_size, char **ret, size_t 
                         buf = p;
                         size = grown;
                 }
-                ssize_t n = read(fd, buf + len, size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
+                ssize_t n = read_some(fd, buf + len, size - len);
                 if (n < 0)
-                        return negative_errno();
+                        return (int)n;
                 if (n == 0)
                         break;
                 len += (size_t)n;
@@ -208,11 +208,9 @@ int fileio_lines_next(FileioLines *l, char **ret_line, size_t *ret_len) {
                         return r;
                 /* Up to one byte past max_size, which says the file is too large. */
                 size_t want = MIN(l->buf_size - 1 - l->end, l->max_size + 1 - l->n_read);
-                ssize_t n = read(l->fd, l->buf + l->end, want);
-                if (n < 0 && errno == EINTR)
-                        continue;
+                ssize_t n = read_some(l->fd, l->buf + l->end, want);
                 if (n < 0)
-                        return negative_errno();
+                        return (int)n;
                 if (n == 0)
                         l->eof = true;
                 l->end += (size_t)n;
