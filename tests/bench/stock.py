@@ -492,8 +492,9 @@ def wl_pg_8c(args, env):
 def pg_select(args, env, clients):
     """pgbench -S over clients connections: the mean of its per-second
     progress reports after the warm-up."""
-    warm, secs = int(round(args.warmup)), max(2, int(round(args.seconds)))
+    # With -j, pgbench prints no progress line for the last second: one more.
     threads = ["-j", "2"] if clients > 1 else []
+    warm, secs = int(round(args.warmup)), max(2, int(round(args.seconds))) + len(threads) // 2
     out, client = pgbench_watched(env, ["-c", str(clients)] + threads +
                                   ["-S", "-T", str(warm + secs), "-P", "1"], warm + secs)
     tps = [(float(t), float(v)) for t, v in re.findall(r"progress: ([\d.]+) s, ([\d.]+) tps", out)]
