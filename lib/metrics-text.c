@@ -55,6 +55,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "string-table.h"
 
@@ -603,12 +604,12 @@ int metrics_read_process(const char *procfs_root, double *ret_cpu_seconds,
 
         if (asprintf(&path, "%s/self/statm", procfs_root) < 0)
                 return -ENOMEM;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        int n = fscanf(f, "%llu %llu", &size, &resident);
-        fclose(f);
-        if (n != 2)
+        /* Seven numbers of up to 20 digits and their spaces. */
+        char buf[256];
+        int r = read_small_file(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
                 return -EIO;
         long page = sysconf(_SC_PAGESIZE);
         *ret_rss_bytes = (uint64_t)resident * (uint64_t)(page > 0 ? page : 4096);
