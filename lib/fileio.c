@@ -45,27 +45,33 @@ static ssize_t read_some(int fd, void *buf, size_t size) {
         return n < 0 ? negative_errno() : n;
 }
 
+/* Reads fd into buf until its end or cap bytes. Return: bytes read, -errno. */
+static ssize_t read_fill(int fd, char *buf, size_t cap) {
+        size_t len = 0;
+        while (len < cap) {
+                ssize_t n = read_some(fd, buf + len, cap - len);
+                if (n < 0)
+                        return n;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        return (ssize_t)len;
+}
+
 /* Reads fd to its end into buf, at most size - 1 bytes. Return: bytes, -EFBIG, -errno. */
 static ssize_t read_bounded(int fd, char *buf, size_t size) {
-        size_t len = 0;
-        for (;;) {
-                ssize_t n = read_some(fd, buf + len, size - 1 - len);
-                if (n <= 0) {
-                        if (n < 0)
-                                return n;
-                        break;
-                }
-                len += (size_t)n;
-                if (len == size - 1) {
-                        char extra;
-                        n = read_some(fd, &extra, 1);
-                        if (n != 0)
-                                return n < 0 ? n : -EFBIG;
-                        break;
-                }
+        ssize_t len = read_fill(fd, buf, size - 1);
+        if (len < 0)
+                return len;
+        if ((size_t)len == size - 1) {
+                char extra;
+                ssize_t n = read_some(fd, &extra, 1);
+                if (n != 0)
+                        return n < 0 ? n : -EFBIG;
         }
         buf[len] = '\0';
-        return (ssize_t)len;
+        return len;
 }
 
 int read_small_file(const char *path, char *buf, size_t size) {
@@ -83,15 +89,9 @@ int read_small_file_head(const char *path, char *buf, size_t size) {
         _cleanup_close_ int fd = open_regular(path);
         if (fd < 0)
                 return fd;
-        size_t len = 0;
-        while (len < size - 1) {
-                ssize_t n = read_some(fd, buf + len, size - 1 - len);
-                if (n < 0)
-                        return (int)n;
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
+        ssize_t len = read_fill(fd, buf, size - 1);
+        if (len < 0)
+                return (int)len;
         buf[len] = '\0';
         return (int)len;
 }
