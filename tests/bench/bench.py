@@ -746,12 +746,62 @@ def summarize(results, configs, workloads):
 CI_LEVEL = 0.95  # confidence of the interval a speed-up target is judged on
 
 
+def t_cdf(x, df):
+    """Student's t distribution with df degrees of freedom, P(T <= x):
+    its density integrated by Simpson's rule from 0 (ample for the
+    quantiles and powers here, df >= 1)."""
+    if x < 0:
+        return 1 - t_cdf(-x, df)
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    n = 2000  # even
+    h = x / n
+    area = sum((1 if k in (0, n) else 4 if k % 2 else 2) *
+               (1 + (k * h) ** 2 / df) ** (-(df + 1) / 2) for k in range(n + 1))
+    return 0.5 + c * area * h / 3
+
+
+def t_quantile(p, df):
+    """The x with t_cdf(x, df) = p, by bisection."""
+    lo, hi = -1e3, 1e3
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def ratio_interval(rs, level=CI_LEVEL):
+    """The geometric mean of the per-repetition ratios rs and its Student-t
+    interval at this level, from the mean and spread of their logarithms
+    (the switchback trial's own estimator, lib/policy-trial.c). Returns
+    (gmean, low, high, se, df); with fewer than two ratios there is no
+    spread and no interval: low and high are None."""
+    logs = [math.log(r) for r in rs]
+    n = len(logs)
+    mean = statistics.fmean(logs)
+    if n < 2:
+        return math.exp(mean), None, None, None, 0
+    se = statistics.stdev(logs) / math.sqrt(n)
+    half = t_quantile(1 - (1 - level) / 2, n - 1) * se
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half), se, n - 1
+
+
+def no_loss_power(se, df, target, level=CI_LEVEL):
+    """The chance that a placed exactly as fast as the kernel (1.00x) is
+    shown no worse than target (the interval wholly at or above it) with
+    this many repetitions and this spread: what a PASS could be expected
+    from, and what an INCONCLUSIVE says (low power: more repetitions)."""
+    if not se:
+        return 1.0 if se == 0 else 0.0
+    return 1 - t_cdf(t_quantile(1 - (1 - level) / 2, df) + math.log(target) / se, df)
+
+
 def median_interval(xs, level=CI_LEVEL):
     """A distribution-free confidence interval of the median of xs (the sign
-    test's): the order statistics x_(k) and x_(n+1-k) of the sorted values,
-    with the largest k whose coverage 1 - 2 P(B <= k - 1), B ~ Bin(n, 1/2),
-    is at least level. With too few values for that (fewer than 6 for 95%),
-    min and max, which cover less. Returns (low, high, coverage)."""
+    test's), for placed's own cost at scale: the order statistics x_(k) and
+    x_(n+1-k) of the sorted values, with the largest k whose coverage
+    1 - 2 P(B <= k - 1), B ~ Bin(n, 1/2), is at least level. With too few
+    values for that (fewer than 6 for 95%), min and max, which cover less.
+    Returns (low, high, coverage)."""
     xs = sorted(xs)
     n = len(xs)
 
@@ -774,18 +824,27 @@ def undecided(results, configs, workloads, w):
 
 
 def judge_speedup(s, rs, target, above=False):
-    """A speed-up target judged on the interval of the median of the
-    per-repetition ratios rs, not on the median alone: PASS when all of it
-    is at or above the target, FAIL when all of it is below, INCONCLUSIVE
-    when the target is inside it (identical runs vary more than the
-    difference; more repetitions decide). INCONCLUSIVE is not a pass. With
-    above (a gain is the target), PASS needs all of it above the target
-    and FAIL is all of it at or below."""
-    lo, hi, coverage = median_interval(rs)
+    """A speed-up target judged on the 95% interval of the geometric mean of
+    the per-repetition ratios rs (ratio_interval), not on a point figure:
+    PASS when all of it is at or above the target, FAIL when all of it is
+    below, INCONCLUSIVE when the target is inside it (identical runs vary
+    more than the difference; more repetitions decide) or with fewer than
+    two repetitions. INCONCLUSIVE is not a pass. With above (a gain is the
+    target), PASS needs all of it above the target and FAIL is all of it at
+    or below. Also gives the power: the chance a 1.00x placed would have
+    come out PASS against the no-loss target with this many repetitions
+    and this spread."""
+    gmean, lo, hi, se, df = ratio_interval(rs)
+    s["speedup_gmean"] = gmean
+    s["n_pairs"] = len(rs)
+    if lo is None:
+        s["verdict"] = "INCONCLUSIVE"
+        s["pass"] = False
+        return
     s["speedup_ci"] = [lo, hi]
-    s["speedup_ci_coverage"] = round(coverage, 4)
     # What the interval could tell apart: half its width, as a speed-up.
     s["resolution"] = round((hi - lo) / 2, 4)
+    s["power"] = round(no_loss_power(se, df, NOLOSS_TARGET), 3)
     if (lo > target + EPS) if above else (lo >= target - EPS):
         s["verdict"] = "PASS"
     elif (hi <= target + EPS) if above else (hi < target - EPS):
@@ -1165,15 +1224,17 @@ def write_report(out, args, results, summary, configs, workloads, took):
                   "(placed/kernel - 1) / (ceiling/kernel - 1) of the median speed-ups, the "
                   "worst repetition's own share in brackets (of the repetitions whose ceiling "
                   "gained %d%% or more), PASS/FAIL of that median share against the target. "
-                  "Others, and pair-like workloads whose ceiling gains less: the median "
-                  "speed-up over the kernel alone and, in square brackets, the %d%% "
-                  "distribution-free interval of that median (order statistics of the "
-                  "per-repetition ratios; with fewer than 6 repetitions their min-max, its "
-                  "coverage given). PASS when all of the interval is at or above the target, "
+                  "Others, and pair-like workloads whose ceiling gains less: the geometric "
+                  "mean of the per-repetition speed-ups over the kernel alone and, in square "
+                  "brackets, its %d%% Student-t interval (from the mean and spread of their "
+                  "logarithms). PASS when all of the interval is at or above the target, "
                   "FAIL when all of it is below, INCONCLUSIVE (not a pass) when the target is "
-                  "inside it: identical runs varied more than the difference, and more "
-                  "repetitions decide." % (round(100 * (MIN_CEILING_GAIN - 1)),
-                                           round(100 * CI_LEVEL)), "",
+                  "inside it or there was one repetition: identical runs varied more than the "
+                  "difference, and more repetitions decide. *power*: the chance that a placed "
+                  "exactly as fast as the kernel (1.00x) comes out PASS against %.2fx with "
+                  "that many repetitions and that spread." % (
+                      round(100 * (MIN_CEILING_GAIN - 1)), round(100 * CI_LEVEL),
+                      NOLOSS_TARGET), "",
                   "| workload | target | ceiling | " + " | ".join(profiles) + " |",
                   "|---|---|---|" + "---|" * len(profiles)]
         for w in judged:
@@ -1186,20 +1247,20 @@ def write_report(out, args, results, summary, configs, workloads, took):
                 if s.get("speedup_median") is None:
                     cells.append("–")
                     continue
-                cell = "%.2fx" % s["speedup_median"]
+                cell = "%.2fx" % s.get("speedup_gmean", s["speedup_median"])
                 if "share_of_ceiling_gain" in s:
                     cell += ", %.1f%%" % (100 * s["share_of_ceiling_gain"])
                     if s.get("share_min") is not None:
                         cell += " (%.1f%%)" % (100 * s["share_min"])
                 if "speedup_ci" in s:
-                    cell += " [%.2f–%.2fx%s]" % (
-                        s["speedup_ci"][0], s["speedup_ci"][1],
-                        "" if s["speedup_ci_coverage"] >= CI_LEVEL - EPS else
-                        ", covers %d%%" % int(100 * s["speedup_ci_coverage"]))
+                    cell += " [%.2f–%.2fx]" % tuple(s["speedup_ci"])
                 if "verdict" in s:
                     cell += " **%s**" % s["verdict"]
                     if "resolution" in s:
-                        cell += " at %d reps (+-%.3f)" % (s["n"], s["resolution"])
+                        cell += " at %d reps (+-%.3f, power %.2f)" % (
+                            s["n_pairs"], s["resolution"], s["power"])
+                    elif "n_pairs" in s:
+                        cell += " at %d rep" % s["n_pairs"]
                 cells.append(cell)
             lines.append("| %s | %s | %s | %s |" % (w, target, "%.2fx" % ceil if ceil else "–",
                                                     " | ".join(cells)))

@@ -12,7 +12,9 @@ lines, and the planner at scale.
     python3 tests/bench/test-bench-report.py
 """
 import json
+import math
 import os
+import statistics
 import sys
 import tempfile
 import types
@@ -61,23 +63,30 @@ class Report(unittest.TestCase):
         self.assertTrue(s["balanced"]["pass"])
 
     def test_ceiling_within_noise_holds_placed_to_no_loss(self):
-        s = self.summary("udp-1c", {"kernel": [1000], "balanced": [960], "latency-first": [980],
-                                    "ceiling": [1030]})
+        s = self.summary("udp-1c", {"kernel": [1000, 1000, 1000],
+                                    "balanced": [960, 955, 965], "latency-first": [980, 985, 990],
+                                    "ceiling": [1030, 1030, 1030]})
         self.assertNotIn("share_of_ceiling_gain", s["balanced"])
         self.assertFalse(s["balanced"]["pass"])
         self.assertTrue(s["latency-first"]["pass"])
 
     def test_no_loss_workload(self):
-        s = self.summary("hackbench-l", {"kernel": [3.0], "balanced": [3.2], "power-first": [3.05]})
+        s = self.summary("hackbench-l", {"kernel": [3.0, 3.0, 3.0], "balanced": [3.2, 3.21, 3.19],
+                                         "power-first": [3.05, 3.04, 3.06]})
         self.assertNotIn("ceiling", s)
         self.assertFalse(s["balanced"]["pass"])  # 3.0 / 3.2 = 0.94x
         self.assertEqual(s["balanced"]["verdict"], "FAIL")
         self.assertTrue(s["power-first"]["pass"])  # 0.98x
         self.assertEqual(s["power-first"]["verdict"], "PASS")
+        # One repetition has no spread and no interval: not a verdict either way.
+        s = self.summary("hackbench-l", {"kernel": [3.0], "balanced": [3.2]})
+        self.assertEqual(s["balanced"]["verdict"], "INCONCLUSIVE")
+        self.assertNotIn("speedup_ci", s["balanced"])
 
     def test_median_interval(self):
-        # The sign test's interval: with 24 values x_(7) and x_(18), 97.7%;
-        # up to 8 values only min-max reaches 95%; 5 values cover 93.75%.
+        # The sign test's interval (placed's cost at scale): with 24 values
+        # x_(7) and x_(18), 97.7%; up to 8 values only min-max reaches 95%;
+        # 5 values cover 93.75%.
         lo, hi, cov = bench.median_interval(range(24, 0, -1))
         self.assertEqual((lo, hi), (7, 18))
         self.assertAlmostEqual(cov, 1 - 2 * (1 + 24 + 276 + 2024 + 10626 + 42504 + 134596) / 2 ** 24)
@@ -87,6 +96,32 @@ class Report(unittest.TestCase):
         self.assertEqual((lo, hi), (1, 5))
         self.assertAlmostEqual(cov, 0.9375)
         self.assertEqual(bench.median_interval([0.9]), (0.9, 0.9, 0.0))
+
+    def test_student_t(self):
+        # Quantiles against the printed tables (two-sided 95%), and the CDF's symmetry.
+        for df, q in ((1, 12.706), (4, 2.776), (7, 2.365), (15, 2.131), (29, 2.045), (200, 1.972)):
+            self.assertAlmostEqual(bench.t_quantile(0.975, df), q, places=3)
+        self.assertAlmostEqual(bench.t_cdf(0.0, 5), 0.5)
+        self.assertAlmostEqual(bench.t_cdf(-1.3, 9) + bench.t_cdf(1.3, 9), 1.0)
+
+    def test_ratio_interval(self):
+        # Ratios 0.9 and 1.1 of equal weight in logs: the geometric mean
+        # sqrt(0.99), and an interval symmetric in logs around it.
+        g, lo, hi, se, df = bench.ratio_interval([0.9, 1.1, 0.9, 1.1])
+        self.assertAlmostEqual(g, 0.99 ** 0.5)
+        self.assertAlmostEqual(math.log(g) - math.log(lo), math.log(hi) - math.log(g))
+        self.assertEqual(df, 3)
+        self.assertAlmostEqual(se, statistics.stdev([math.log(0.9), math.log(1.1)] * 2) / 2)
+        self.assertAlmostEqual(math.log(hi / g), bench.t_quantile(0.975, 3) * se)
+        self.assertEqual(bench.ratio_interval([1.2])[1:], (None, None, None, 0))
+        # Power: ~5% noise a repetition tells 1.00x from 0.97x rarely at 5
+        # repetitions, mostly at 30; no noise always; more noise less.
+        p5 = bench.no_loss_power(0.05 / 5 ** 0.5, 4, 0.97)
+        p30 = bench.no_loss_power(0.05 / 30 ** 0.5, 29, 0.97)
+        self.assertLess(p5, 0.3)
+        self.assertGreater(p30, 0.6)
+        self.assertEqual(bench.no_loss_power(0.0, 4, 0.97), 1.0)
+        self.assertLess(bench.no_loss_power(0.1 / 30 ** 0.5, 29, 0.97), p30)
 
     def test_more_repetitions_until_decided(self):
         # --max-reps: a workload whose verdict is INCONCLUSIVE is undecided
@@ -143,7 +178,7 @@ class Report(unittest.TestCase):
         self.assertIsNone(bench.placed_config("kernel@base"))
         # Shown with its speed-up, not judged against the target.
         s = self.summary("stream", {"kernel": [20.0, 22.0], "power-first-advise": [19.0, 22.0],
-                                    "power-first": [19.0, 21.0]})
+                                    "power-first": [19.0, 20.9]})
         self.assertAlmostEqual(s["power-first-advise"]["speedup_median"], 0.975)
         self.assertNotIn("verdict", s["power-first-advise"])
         self.assertEqual(s["power-first"]["verdict"], "FAIL")
