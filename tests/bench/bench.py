@@ -68,6 +68,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import cost  # noqa: E402
 import stock  # noqa: E402
+import switchback  # noqa: E402
 import watch  # noqa: E402
 from stock import Workload  # noqa: E402
 
@@ -254,6 +255,12 @@ def wl_fanout(args, env):
     return {"metric": "rounds/s", "value": float(out.split()[-1]), "better": "higher"}
 
 
+def series_fanout(args, env, seconds):
+    """The fan-out for the switchback: its rounds/s each second."""
+    return switchback.Series([os.path.join(args.build, "bench", "fanout"), "-w", "8", "-s",
+                              str(seconds), "-r"], r"interval_rounds_per_sec ([\d.]+)"), 1.0
+
+
 def wl_mix(args, env):
     """The three shapes at once; the figure is the geometric mean of their speeds."""
     procs = [
@@ -344,7 +351,7 @@ WORKLOADS = {
     "build": Workload(wl_build, "seconds", "lower", "`make -j` of placed, a CPU a job",
                       "noloss", NOLOSS_TARGET, needs=(("clang", "clang"),)),
     "fanout": Workload(wl_fanout, "rounds/s", "higher", "master + 8 workers", "noloss",
-                       NOLOSS_TARGET),
+                       NOLOSS_TARGET, series=series_fanout),
     "mix": Workload(wl_mix, "geomean speed", "higher", "pipe + hackbench + fan-out at once",
                     needs=(PERF,)),
     "latency": Workload(wl_latency, "p99 wakeup latency us", "lower",
@@ -356,23 +363,27 @@ WORKLOADS = {
                          SERVER_TARGET, pinnable=True, setup=stock.redis_setup, needs=REDIS),
     "pg-1c": Workload(stock.wl_pg_1c, "SELECT tps", "higher",
                       "PostgreSQL + pgbench `-c 1 -S`, unix socket", "pair", SERVER_TARGET,
-                      pinnable=True, setup=stock.pg_setup, needs=(("pgbench", "postgresql"),)),
+                      pinnable=True, setup=stock.pg_setup, needs=(("pgbench", "postgresql"),),
+                      series=stock.series_pg(1)),
     "udp-1c": Workload(stock.wl_udp_1c, "round trips/s", "higher",
                        "sockperf server + ping-pong, UDP over loopback", "pair", SERVER_TARGET,
                        pinnable=True, setup=stock.sockperf_setup,
                        needs=(("sockperf", "sockperf"),)),
     "stream": Workload(stock.wl_stream, "Gbit/s", "higher", "iperf3, one TCP stream over loopback",
                        "noloss", NOLOSS_TARGET, pinnable=True, setup=stock.iperf3_setup,
-                       needs=(("iperf3", "iperf3"),)),
+                       needs=(("iperf3", "iperf3"),), series=stock.series_stream),
     "threads": Workload(stock.wl_threads, "events/s", "higher",
                         "sysbench threads: 16 threads (--threads) contending one mutex", "noloss",
-                        NOLOSS_TARGET, needs=(("sysbench", "sysbench"),)),
+                        NOLOSS_TARGET, needs=(("sysbench", "sysbench"),),
+                        series=stock.series_threads),
     "pg-8c": Workload(stock.wl_pg_8c, "SELECT tps", "higher",
                       "PostgreSQL + pgbench `-c 8 -j 2 -S`, unix socket", "noloss", NOLOSS_TARGET,
-                      setup=stock.pg_setup, needs=(("pgbench", "postgresql"),)),
+                      setup=stock.pg_setup, needs=(("pgbench", "postgresql"),),
+                      series=stock.series_pg(8)),
     "redis-32c": Workload(stock.wl_redis_32c, "GET/s", "higher",
                           "redis-server + redis-benchmark `-c 32`, unix socket", "noloss",
-                          NOLOSS_TARGET, setup=stock.redis_setup, needs=REDIS),
+                          NOLOSS_TARGET, setup=stock.redis_setup, needs=REDIS,
+                          series=stock.series_redis(32)),
     # Sessions: a new client against a server already running, placed too;
     # the figure is the whole session's.
     "redis-session": Workload(stock.wl_redis_session, "GET/s", "higher",
@@ -686,6 +697,78 @@ def run_one(args, config, workload, shared, rep=0):
     finally:
         if placed:
             placed.stop()
+        env.close()
+
+
+def rotation(configs, rep):
+    """The configurations' order in repetition rep: turned by one each time
+    (two of them: ABBA)."""
+    return configs[rep % len(configs):] + configs[:rep % len(configs)]
+
+
+def switchback_run(args, w, configs, shared, results, added=()):
+    """One run of workload w for all its repetitions, the configurations
+    taking turns in blocks under it (switchback.py): each block's figure
+    goes to results[w][config] as a run's would. Repetitions as separate
+    runs get them: --reps, then up to --max-reps while a verdict is
+    INCONCLUSIVE. Returns the repetitions run."""
+    wl = WORKLOADS[w]
+    configs = [c for c in configs if c != "ceiling" and runs_under(wl, c, added)]
+    env = stock.Env(shared=shared)
+    series = None
+    try:
+        if wl.setup:
+            wl.setup(args, env)
+        # Long enough for every repetition it may get, and a margin; stopped early.
+        longest = max(args.reps, args.max_reps) * len(configs) * (args.block + 2) + 60
+        series, period = wl.series(args, env, longest)
+        time.sleep(args.warmup)
+        rep = 0
+        while True:
+            for c in rotation(configs, rep):
+                series.check_alive(w)
+                start = time.monotonic()
+                placed = Placed(args, *placed_config(c), extra=wl.placed_args) \
+                    if placed_config(c) else None
+                try:
+                    if placed:
+                        placed.log_name = "%s-%s-block%d.log" % (w, c, rep + 1)
+                        placed.start()
+                    time.sleep(max(0.0, start + args.block_settle - time.monotonic()))
+                    foreign0 = foreign_cpu()
+                    placed_cpu0 = placed.cpu_s() if placed else 0.0
+                    stat0, idle0, t0 = read_stat(), read_idle(), time.monotonic()
+                    time.sleep(max(0.0, start + args.block - time.monotonic()))
+                    t1 = time.monotonic()
+                    res = {"metric": wl.metric, "better": wl.better, "block": rep + 1}
+                    res.update(system_figures(stat0, read_stat(), idle0, read_idle(), t1 - t0))
+                    res["foreign_cpus"] = round(foreign_load(foreign0, foreign_cpu(), t1 - t0), 3)
+                    if placed:
+                        placed.check_alive()
+                        res.update(placed.usage())
+                        res["placed_cpu_pct_of_machine"] = round(
+                            100 * (placed.cpu_s() - placed_cpu0) / ((t1 - t0) * NCPU), 3)
+                finally:
+                    if placed:
+                        placed.stop()
+                res["value"], res["samples"] = switchback.block_mean(
+                    series.samples(), t0, t1, period)
+                if res["value"] is None:
+                    raise RuntimeError("%s printed no progress in a %.1f s block:\n%s" % (
+                        w, t1 - t0, series.tail.decode(errors="replace")[-2000:]))
+                res["wall_s"] = round(t1 - t0, 3)
+                res["foreign_top"] = []
+                results[w][c].append(res)
+                print("block %d %-12s %-14s %s %.4g (%d samples, others %.2f CPUs)" % (
+                    rep + 1, w, c, wl.metric, res["value"], res["samples"],
+                    res["foreign_cpus"]), flush=True)
+            rep += 1
+            if not (rep < args.reps or (rep < args.max_reps and
+                                        undecided(results, configs, [w], w))):
+                return rep
+    finally:
+        if series:
+            series.stop()
         env.close()
 
 
@@ -1176,6 +1259,14 @@ def write_report(out, args, results, summary, configs, workloads, took):
              "only pair-like workloads have one (several pairs: pair i on the i-th CPU from "
              "there; mixed's hackbench is not pinned)." % ", ".join(map(str, args.ceiling_cpus)),
              ""]
+    if args.switchback and any(WORKLOADS[w].series for w in workloads):
+        lines += ["Switchback (%s): each ran once, the configurations taking turns under it in "
+                  "%g s blocks in the order above, placed started and stopped for each of its "
+                  "blocks; a block's figure leaves out its first %g s; a repetition is one block "
+                  "of each configuration, and a block is paired with the kernel's of the same "
+                  "repetition (tests/bench/switchback.py)." % (
+                      ", ".join(w for w in workloads if WORKLOADS[w].series), args.block,
+                      args.block_settle), ""]
     if any(WORKLOADS[w].sessions for w in workloads):
         lines += ["Sessions (*-session): the server and placed ran %g s, then %d clients one "
                   "after the other (%g s apart), each a new connection for a %g s session; each "
@@ -1457,6 +1548,16 @@ def main():
                     help="a source tree of another placed, built in its build/ (a clone of an "
                          "earlier commit): configurations PROFILE@base run it, beside this one, "
                          "in the same rotation, shown and not judged")
+    ap.add_argument("--switchback", action="store_true",
+                    help="run each workload that reports its progress as it goes (stream, "
+                         "threads, fanout, redis-32c, pg-1c, pg-8c) once, the configurations "
+                         "taking turns in --block second blocks under it, placed started and "
+                         "stopped for each of its blocks (switchback.py); a block is a "
+                         "repetition; no ceiling there")
+    ap.add_argument("--block", type=float, default=8,
+                    help="seconds of a switchback block, --block-settle included")
+    ap.add_argument("--block-settle", type=float, default=2,
+                    help="seconds at a switchback block's start left out of its figure")
     ap.add_argument("--keep-logs", action="store_true",
                     help="keep placed's log of each run as OUT/logs/WORKLOAD-CONFIG-repN.log, "
                     "each line headed by its CLOCK_MONOTONIC time (PLACED_LOG_TIME=1), as a "
@@ -1519,8 +1620,12 @@ def main():
     results = {w: {c: [] for c in configs} for w in workloads}
     try:
         rep, todo = 0, [w for w in workloads if not WORKLOADS[w].part_of]
+        if args.switchback:
+            for w in [w for w in todo if WORKLOADS[w].series]:
+                switchback_run(args, w, configs, shared, results, added)
+                todo.remove(w)
         while todo:
-            order = configs[rep % len(configs):] + configs[:rep % len(configs)]
+            order = rotation(configs, rep)
             for w in todo:
                 for c in order:
                     if not runs_under(WORKLOADS[w], c, added):

@@ -5,10 +5,12 @@
  * round the master wakes every worker, each worker does a fixed amount of
  * arithmetic, and the master waits for all of them.
  *
- *   fanout [-w WORKERS] [-s SECONDS] [-i ITERATIONS_PER_TASK]
+ *   fanout [-w WORKERS] [-s SECONDS] [-i ITERATIONS_PER_TASK] [-r] [-p]
  *
  * Prints "rounds_per_sec N" and, with -p, the thread ids first ("tids T..."),
- * so tests can find the tasks.
+ * so tests can find the tasks. With -r, also each second's own rate as it
+ * ends ("interval_rounds_per_sec N", flushed), for a benchmark that switches
+ * placed on and off under one run (tests/bench/switchback.py).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -70,10 +72,10 @@ static void *worker(void *arg) {
 int main(int argc, char *argv[]) {
         unsigned workers = 8;
         double seconds = 5;
-        int print_tids = 0;
+        int print_tids = 0, report = 0;
         int c;
 
-        while ((c = getopt(argc, argv, "w:s:i:p")) >= 0) {
+        while ((c = getopt(argc, argv, "w:s:i:rp")) >= 0) {
                 switch (c) {
                 case 'w':
                         workers = (unsigned)strtoul(optarg, NULL, 10);
@@ -84,12 +86,15 @@ int main(int argc, char *argv[]) {
                 case 'i':
                         iterations = strtoul(optarg, NULL, 10);
                         break;
+                case 'r':
+                        report = 1;
+                        break;
                 case 'p':
                         print_tids = 1;
                         break;
                 default:
-                        fprintf(stderr,
-                                "usage: fanout [-w WORKERS] [-s SECONDS] [-i ITERATIONS] [-p]\n");
+                        fprintf(stderr, "usage: fanout [-w WORKERS] [-s SECONDS] [-i ITERATIONS] "
+                                        "[-r] [-p]\n");
                         return 2;
                 }
         }
@@ -115,9 +120,16 @@ int main(int argc, char *argv[]) {
                 fflush(stdout);
         }
 
-        uint64_t rounds = 0;
-        double start = now_sec(), end = start + seconds;
-        while (now_sec() < end) {
+        uint64_t rounds = 0, mark_rounds = 0;
+        double start = now_sec(), end = start + seconds, mark = start;
+        for (double now = start; now < end; now = now_sec()) {
+                if (report && now >= mark + 1) {
+                        printf("interval_rounds_per_sec %.1f\n",
+                               (double)(rounds - mark_rounds) / (now - mark));
+                        fflush(stdout);
+                        mark = now;
+                        mark_rounds = rounds;
+                }
                 pthread_mutex_lock(&lock);
                 pending = workers;
                 round_no++;

@@ -45,6 +45,7 @@ import tempfile
 import time
 
 import watch
+from switchback import Series
 
 
 class Workload:
@@ -57,17 +58,21 @@ class Workload:
     configurations that run placed apply (its own cost is the figure).
     part_of: (workload, key) when this is a second figure of another
     workload's runs, not run by itself. placed_args: extra arguments for
-    placed in this workload's runs."""
+    placed in this workload's runs. series(args, env, seconds): the same
+    workload started for that long, reporting its progress as it goes,
+    returning (switchback.Series, seconds each sample covers): what
+    bench.py --switchback switches placed under."""
 
     def __init__(self, run, metric, better, label, kind=None, target=None, pinnable=False,
                  setup=None, needs=(), sessions=False, placed_only=False, part_of=None,
-                 placed_args=()):
+                 placed_args=(), series=None):
         self.run, self.setup = run, setup
         self.metric, self.better, self.label = metric, better, label
         self.kind, self.target, self.pinnable = kind, target, pinnable
         self.needs = needs  # (program, Debian package) pairs
         self.sessions, self.placed_only, self.part_of = sessions, placed_only, part_of
         self.placed_args = placed_args
+        self.series = series
 
 
 class Env:
@@ -324,6 +329,15 @@ def redis_bench(args, env, clients):
     return res
 
 
+def series_redis(clients):
+    """redis-benchmark for the switchback: its rate every 250 ms (the first, 0, left out)."""
+    def series(args, env, seconds):
+        return Series(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c",
+                               str(clients), "-n", "1000000000", "-t", "get", "-q"]),
+                      r"rps=([\d.]+) \(overall", skip=1), 0.25
+    return series
+
+
 def wl_redis_1c(args, env):
     return redis_bench(args, env, 1)
 
@@ -507,6 +521,16 @@ def pg_select(args, env, clients):
     return res
 
 
+def series_pg(clients):
+    """pgbench -S over clients connections for the switchback: its tps each second."""
+    def series(args, env, seconds):
+        threads = ["-j", "2"] if clients > 1 else []
+        return Series(pgbench_argv(env, env.shared.pg, ["-c", str(clients)] + threads + [
+            "-S", "-T", str(int(seconds)), "-P", "1"]),
+            r"progress: [\d.]+ s, ([\d.]+) tps"), 1.0
+    return series
+
+
 def wl_pg_session(args, env):
     """One new pgbench -c 1 -S for args.session_seconds (whole seconds, at
     least 1): its transactions over the session's length, connecting
@@ -636,6 +660,14 @@ def wl_stream(args, env):
     return fig
 
 
+def series_stream(args, env, seconds):
+    """The stream for the switchback: the client's Gbit/s each second."""
+    return Series(env.cmd(["iperf3", "-c", "127.0.0.1", "-p", str(env.state["tcp_port"]), "-t",
+                           str(int(seconds)), "-i", "1", "--forceflush", "-f", "g"]),
+                  r"^\[\s*\d+\]\s+[\d.]+-[\d.]+\s+sec\s+\S+ \S+\s+([\d.]+) Gbits/sec"
+                  r"(?!.*(?:sender|receiver))"), 1.0
+
+
 # --- many threads contending on one lock: sysbench threads
 
 def wl_threads(args, env):
@@ -652,3 +684,10 @@ def wl_threads(args, env):
         raise RuntimeError("sysbench threads failed (status %d):\n%s" % (
             r.returncode, (r.stdout + r.stderr)[-2000:]))
     return {"metric": "events/s", "value": int(n.group(1)) / float(t.group(1)), "better": "higher"}
+
+
+def series_threads(args, env, seconds):
+    """sysbench threads for the switchback: its events/s each second."""
+    return Series(["sysbench", "threads", "--threads=%d" % args.threads, "--thread-locks=1",
+                   "--thread-yields=10", "--time=%d" % int(seconds), "--report-interval=1",
+                   "run"], r"eps: ([\d.]+)"), 1.0

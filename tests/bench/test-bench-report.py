@@ -23,6 +23,7 @@ import unittest
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
+import switchback  # noqa: E402
 import cost  # noqa: E402
 
 
@@ -122,6 +123,31 @@ class Report(unittest.TestCase):
         self.assertGreater(p30, 0.6)
         self.assertEqual(bench.no_loss_power(0.0, 4, 0.97), 1.0)
         self.assertLess(bench.no_loss_power(0.1 / 30 ** 0.5, 29, 0.97), p30)
+
+    def test_switchback_block_mean(self):
+        # Samples each covering the second before their arrival: a block
+        # [10, 16] takes those from 11 to 16 (50 ms of slack either way),
+        # not the one at 10.5 (it began before the block) nor 16.2.
+        samples = [(10.5, 1.0), (11.02, 2.0), (12.0, 4.0), (16.04, 6.0), (16.2, 100.0)]
+        self.assertEqual(switchback.block_mean(samples, 10.0, 16.0, 1.0), (4.0, 3))
+        # Quarter-second samples (redis-benchmark).
+        self.assertEqual(switchback.block_mean(samples, 10.2, 10.6, 0.25), (1.0, 1))
+        self.assertEqual(switchback.block_mean(samples, 20.0, 28.0, 1.0), (None, 0))
+
+    def test_switchback_series(self):
+        # Lines ended by \r (redis-benchmark) or \n, split across writes; the
+        # first matching line skipped; a line that does not match ignored.
+        prog = ("printf 'rps=0.0 (overall\\r'; printf 'rps=5'; sleep 0.2; "
+                "printf '0.5 (overall\\rnoise\\nrps=7 (overall\\n'; sleep 0.2")
+        s = switchback.Series(["sh", "-c", prog], r"rps=([\d.]+) \(overall", scale=2.0, skip=1)
+        s.p.wait()
+        s.stop()
+        self.assertEqual([v for _, v in s.samples()], [101.0, 14.0])
+        t = [t for t, _ in s.samples()]
+        self.assertLessEqual(t[0], t[1])
+        with self.assertRaises(RuntimeError):
+            s.check_alive("sh")
+        self.assertEqual(bench.rotation(["kernel", "balanced"], 1), ["balanced", "kernel"])
 
     def test_more_repetitions_until_decided(self):
         # --max-reps: a workload whose verdict is INCONCLUSIVE is undecided
@@ -235,7 +261,8 @@ def args(**kw):
     a = types.SimpleNamespace(ceiling_cpus=[0, 1], reps=5, tick_s=1.0, session_idle=2,
                               sessions=2, session_gap=1, session_seconds=3,
                               scale_threads=[1000, 10000], scale_rate=10,
-                              scale_hackbench_groups=40, scale_log_level="debug")
+                              scale_hackbench_groups=40, scale_log_level="debug",
+                              switchback=False, block=8, block_settle=2)
     a.__dict__.update(kw)
     return a
 
