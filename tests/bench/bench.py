@@ -753,6 +753,9 @@ def switchback_run(args, w, configs, shared, results, added=()):
                         placed.stop()
                 res["value"], res["samples"] = switchback.block_mean(
                     series.samples(), t0, t1, period)
+                # Each sample, to tell a level from a change within the block.
+                res["block_samples"] = [round(v, 4) for v in switchback.block_samples(
+                    series.samples(), t0, t1, period)]
                 if res["value"] is None:
                     raise RuntimeError("%s printed no progress in a %.1f s block:\n%s" % (
                         w, t1 - t0, series.tail.decode(errors="replace")[-2000:]))

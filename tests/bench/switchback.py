@@ -98,10 +98,15 @@ class Series:
         self.p.stdout.close()
 
 
+def block_samples(samples, start, end, period):
+    """The values of the samples that cover a stretch wholly inside [start,
+    end]: a sample arriving at t covers [t - period, t]; 50 ms of slack for
+    the line's way through the pipe."""
+    return [v for t, v in samples if t - period >= start - 0.05 and t <= end + 0.05]
+
+
 def block_mean(samples, start, end, period):
-    """The mean of the samples that cover a stretch wholly inside [start, end]
-    (a sample arriving at t covers [t - period, t]; 50 ms of slack for the
-    line's way through the pipe), and how many there were; (None, 0) when
-    none does."""
-    xs = [v for t, v in samples if t - period >= start - 0.05 and t <= end + 0.05]
+    """The mean of block_samples() and how many there were; (None, 0) when
+    there is none."""
+    xs = block_samples(samples, start, end, period)
     return (sum(xs) / len(xs) if xs else None), len(xs)
