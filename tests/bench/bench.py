@@ -972,7 +972,10 @@ def judge(sw, results, w):
             if ceil is not None and ceil >= MIN_CEILING_GAIN:
                 share_of_ceiling(s, results, w, c, ceil)
         elif ceil is None:
-            s["target"] = "no ceiling measured"
+            # No hand pinning to compare with (a switchback, or --configs
+            # without ceiling): placed must at least not lose.
+            s["target"] = "no ceiling measured: >= %.2fx kernel" % NOLOSS_TARGET
+            judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
         elif ceil < MIN_CEILING_GAIN:
             # Pinning by hand gains nothing here: the share is meaningless, and
             # placed must simply not lose.

@@ -63,6 +63,14 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(s["balanced"]["share_of_ceiling_gain"], 0.75)
         self.assertTrue(s["balanced"]["pass"])
 
+    def test_no_ceiling_holds_placed_to_no_loss(self):
+        # A pair run without its ceiling (a switchback): judged on no loss.
+        s = self.summary("pg-1c", {"kernel": [100, 102, 98, 101], "balanced": [125, 127, 121, 126]})
+        self.assertEqual(s["balanced"]["target"], "no ceiling measured: >= 0.97x kernel")
+        self.assertEqual(s["balanced"]["verdict"], "PASS")
+        s = self.summary("pg-1c", {"kernel": [100, 102, 98, 101], "balanced": [90, 91, 89, 90]})
+        self.assertEqual(s["balanced"]["verdict"], "FAIL")
+
     def test_ceiling_within_noise_holds_placed_to_no_loss(self):
         s = self.summary("udp-1c", {"kernel": [1000, 1000, 1000],
                                     "balanced": [960, 955, 965], "latency-first": [980, 985, 990],
