@@ -61,7 +61,10 @@ const char *plan_slice_to_string(PlanSlice s);
  * recheck_s after its verdict, doubling while re-checks keep it (up to 16
  * times), and at once when its progress moves more than [trial]
  * recheck_drift_pct away from its figure at the verdict, or its tasks wait
- * for a CPU more than max_run_loss_pct of a CPU longer than then.
+ * for a CPU more than max_run_loss_pct of a CPU longer than then. A
+ * re-check hands back what it shows worse (or a guard above fires); one
+ * still undecided after max_ticks keeps the placement (tie set, verdict
+ * kept), re-checked again after recheck_s from the figures it measured.
  */
 typedef enum TrialVerdict {
         TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
@@ -128,7 +131,8 @@ typedef struct PlanTrial {
         double gain_hi;
         TrialSide placed;    /* the placement's windows */
         TrialSide kernel;    /* the kernel's windows */
-        bool tie;            /* handed back at max_ticks: no clear gain, no clear loss */
+        bool tie;            /* undecided at max_ticks: no clear gain, no clear loss (handed
+                                back; a re-check's keeps the placement) */
         unsigned reverts;    /* in a row: each doubles the back-off */
         uint64_t retry_ns;   /* after a revert: not tried again before this */
         unsigned checks;     /* re-checks that kept it, in a row: each doubles the next wait */

@@ -847,6 +847,60 @@ static void test_trial_recheck(void **state) {
 }
 
 /*
+ * A re-check that cannot tell keeps what its first verdict showed a gain
+ * for: a kept pair whose neighbour (hackbench) drags it to 60k handoffs/s
+ * placed and left to the kernel alike drifts, is re-checked, and after
+ * max_ticks windows with its interval straddling keep_pct stays placed
+ * (tie set, verdict kept), its figures the new reference, the next
+ * re-check recheck_s later and not doubled. A new placement's tie still
+ * goes to the kernel (test_trial_noise).
+ */
+static void test_trial_recheck_undecided(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        Fig placed = { 148000, 1.0, 0.01, 3, 0 };
+        Fig kernel = { 16000, 0.9, 0.0, 5, 0 };
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 0.96, NULL);
+        Plan *plan = NULL;
+        uint64_t now = SEC_NS;
+        (void)run_trial(&s, g, &p, &plan, &now, &placed, &kernel);
+        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
+
+        Fig dragged = { 60000, 1.0, 0.01, 3, 0 };
+        now += SEC_NS;
+        plan = switch_tick(&s, g, &p, plan, now, &dragged, &dragged);
+        const PlanTrial *t = &pg_of(plan, g)->trial;
+        assert_int_equal(t->verdict, TRIAL_RUNNING);
+        assert_true(t->recheck);
+        assert_true(t->drifted);
+        unsigned k = 0;
+        while (pg_of(plan, g)->trial.verdict == TRIAL_RUNNING) {
+                now += WINDOW_NS;
+                plan = switch_tick(&s, g, &p, plan, now, &dragged, &dragged);
+                k++;
+        }
+        const PlanGroup *pg = pg_of(plan, g);
+        t = &pg->trial;
+        assert_int_equal(k, p.trial_max_ticks);
+        assert_int_equal(t->verdict, TRIAL_KEPT);
+        assert_true(t->tie);
+        assert_true(pg->managed);
+        assert_true(plan_group_applied(pg));
+        assert_int_equal(t->checks, 0);
+        assert_int_equal(t->recheck_ns, now + 30 * SEC_NS);
+        assert_true(fabs(t->kept_rate - 60000) < 1e-6);
+        /* At the new level it has not drifted: no re-check until it is due. */
+        for (uint64_t end = now + 29 * SEC_NS; now < end;) {
+                now += SEC_NS;
+                plan = switch_tick(&s, g, &p, plan, now, &dragged, &dragged);
+                assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
+        }
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/*
  * [pair] min_wakeups_per_sec (50): a pair waking each other 20 times a
  * second is left to the kernel, saying why; at 60 it is placed, and once
  * placed it stays down to half of it (40), after the dwell too, and is
@@ -2277,6 +2331,7 @@ int main(void) {
                 cmocka_unit_test(test_trial_squeezed),
                 cmocka_unit_test(test_trial_by_bytes),
                 cmocka_unit_test(test_trial_recheck),
+                cmocka_unit_test(test_trial_recheck_undecided),
                 cmocka_unit_test(test_trial_measure_change),
                 cmocka_unit_test(test_pair_min_wake_rate),
                 cmocka_unit_test(test_trial_noise),
