@@ -726,13 +726,10 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                                  "windows (%.0f against %.0f), run-queue delay %.0f us against "
                                  "%.0f us.",
                                  group_class_to_string(g->class), g->id, (int)g->tasks[0].tid,
-                                 !t->recheck ? ""
-                                 : t->tie
-                                         ? " after an undecided re-check (its first verdict stands)"
-                                         : " after a re-check",
-                                 t->gain, t->gain_lo, t->gain_hi,
-                                 trial_measure_to_string(t->measure), t->windows, t->placed.rate,
-                                 t->kernel.rate, t->placed.delay_us, t->kernel.delay_us);
+                                 t->recheck ? " after a re-check" : "", t->gain, t->gain_lo,
+                                 t->gain_hi, trial_measure_to_string(t->measure), t->windows,
+                                 t->placed.rate, t->kernel.rate, t->placed.delay_us,
+                                 t->kernel.delay_us);
                 }
                 if (was && is && cpuset_equal(&old->cpus, &pg->cpus))
                         continue;

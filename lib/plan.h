@@ -61,10 +61,8 @@ const char *plan_slice_to_string(PlanSlice s);
  * recheck_s after its verdict, doubling while re-checks keep it (up to 16
  * times), and at once when its progress moves more than [trial]
  * recheck_drift_pct away from its figure at the verdict, or its tasks wait
- * for a CPU more than max_run_loss_pct of a CPU longer than then. A
- * re-check hands back what it shows worse (or a guard above fires); one
- * still undecided after max_ticks keeps the placement (tie set, verdict
- * kept), re-checked again after recheck_s from the figures it measured.
+ * for a CPU more than max_run_loss_pct of a CPU longer than then. Its
+ * verdict is a trial's: an undecided re-check is a tie, and hands back.
  */
 typedef enum TrialVerdict {
         TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
@@ -131,8 +129,7 @@ typedef struct PlanTrial {
         double gain_hi;
         TrialSide placed;    /* the placement's windows */
         TrialSide kernel;    /* the kernel's windows */
-        bool tie;            /* undecided at max_ticks: no clear gain, no clear loss (handed
-                                back; a re-check's keeps the placement) */
+        bool tie;            /* handed back at max_ticks: no clear gain, no clear loss */
         unsigned reverts;    /* in a row: each doubles the back-off */
         uint64_t retry_ns;   /* after a revert: not tried again before this */
         unsigned checks;     /* re-checks that kept it, in a row: each doubles the next wait */

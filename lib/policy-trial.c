@@ -41,12 +41,9 @@
  * once when its progress moves recheck_drift_pct away from its figure at
  * the verdict or its tasks wait for a CPU max_run_loss_pct of a CPU longer:
  * a lockstep pair that became a pipeline of two busy stages stops gaining
- * from one CPU, and the re-check hands it back. A re-check hands back only
- * what it shows worse (or a guard above fires): one still undecided after
- * max_ticks keeps the placement its first verdict showed a gain for, and
- * comes again after recheck_s. Handing back on such a tie cost the pipe
- * pair beside hackbench -g 4 17% (bench.py mixed: its re-checks under
- * hackbench's noise came out at 0.75x [0.37-1.51] and 1.38x [0.39-4.94]).
+ * from one CPU, and the re-check hands it back. A re-check still
+ * undecided after max_ticks hands the placement back too, as a trial's
+ * tie does: what is kept is a gain measured now, not one measured once.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -217,19 +214,6 @@ static void trial_judge(const Profile *p, PlanTrial *t, const char *cls, uint64_
                 t->reverts = 0;
                 t->checks = t->recheck ? t->checks + 1 : 0;
                 t->recheck_ns = now_ns + trial_recheck_wait_ns(p, t->checks);
-                t->kept_rate = t->placed.rate;
-                t->kept_wait = t->placed.wait;
-        } else if (last && t->recheck) {
-                /* A re-check that cannot tell (a heavy neighbour's noise): the
-                 * verdict that kept it stands, as only a shown loss or a guard
-                 * above hands back what was shown to help. Its figures now are
-                 * what a drift is measured from, and the next re-check comes
-                 * after recheck_s, not doubled. */
-                t->tie = true;
-                t->verdict = TRIAL_KEPT;
-                t->arm = TRIAL_ARM_PLACED;
-                t->checks = 0;
-                t->recheck_ns = now_ns + trial_recheck_wait_ns(p, 0);
                 t->kept_rate = t->placed.rate;
                 t->kept_wait = t->placed.wait;
         } else if (last) {

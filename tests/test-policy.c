@@ -861,13 +861,13 @@ static void test_trial_recheck(void **state) {
 }
 
 /*
- * A re-check that cannot tell keeps what its first verdict showed a gain
- * for: a kept pair whose neighbour (hackbench) drags it to 60k handoffs/s
- * placed and left to the kernel alike drifts, is re-checked, and after
- * max_ticks windows with its interval straddling keep_pct stays placed
- * (tie set, verdict kept), its figures the new reference, the next
- * re-check recheck_s later and not doubled. A new placement's tie still
- * goes to the kernel (test_trial_noise).
+ * A re-check that cannot tell is a tie, and a tie goes to the kernel, as
+ * for a new placement: a kept pair whose neighbour (hackbench) drags it to
+ * 60k handoffs/s placed and left to the kernel alike drifts, is re-checked,
+ * and after max_ticks windows with its interval straddling keep_pct is
+ * handed back with the back-off. Kept on such a tie, it would stay placed
+ * on a gain measured once, which the bench's mixed case showed is not one
+ * there: pinned by hand beside hackbench -g 4 the pair ran at 0.71x.
  */
 static void test_trial_recheck_undecided(void **state) {
         Scenario s;
@@ -892,19 +892,12 @@ static void test_trial_recheck_undecided(void **state) {
         const PlanGroup *pg = pg_of(plan, g);
         t = &pg->trial;
         assert_int_equal(k, p.trial_max_ticks);
-        assert_int_equal(t->verdict, TRIAL_KEPT);
+        assert_int_equal(t->verdict, TRIAL_REVERTED);
         assert_true(t->tie);
-        assert_true(pg->managed);
-        assert_true(plan_group_applied(pg));
+        assert_false(pg->managed);
         assert_int_equal(t->checks, 0);
-        assert_int_equal(t->recheck_ns, now + 30 * SEC_NS);
-        assert_true(fabs(t->kept_rate - 60000) < 1e-6);
-        /* At the new level it has not drifted: no re-check until it is due. */
-        for (uint64_t end = now + 29 * SEC_NS; now < end;) {
-                now += SEC_NS;
-                plan = switch_tick(&s, g, &p, plan, now, &dragged, &dragged);
-                assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
-        }
+        assert_int_equal(t->retry_ns, now + p.trial_backoff_ms * (uint64_t)1000000);
+        assert_non_null(strstr(pg->reason, "no clear gain"));
         plan_free(plan);
         scenario_done(&s);
 }
