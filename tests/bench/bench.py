@@ -735,32 +735,19 @@ def switchback_run(args, w, configs, shared, results, added=()):
                         placed.log_name = "%s-%s-block%d.log" % (w, c, rep + 1)
                         placed.start()
                     time.sleep(max(0.0, start + args.block_settle - time.monotonic()))
-                    foreign0 = foreign_cpu()
-                    placed_cpu0 = placed.cpu_s() if placed else 0.0
-                    stat0, idle0, t0 = read_stat(), read_idle(), time.monotonic()
+                    win = Window(placed)
                     time.sleep(max(0.0, start + args.block - time.monotonic()))
-                    t1 = time.monotonic()
-                    res = {"metric": wl.metric, "better": wl.better, "block": rep + 1}
-                    res.update(system_figures(stat0, read_stat(), idle0, read_idle(), t1 - t0))
-                    res["foreign_cpus"] = round(foreign_load(foreign0, foreign_cpu(), t1 - t0), 3)
-                    if placed:
-                        placed.check_alive()
-                        res.update(placed.usage())
-                        res["placed_cpu_pct_of_machine"] = round(
-                            100 * (placed.cpu_s() - placed_cpu0) / ((t1 - t0) * NCPU), 3)
+                    res = win.end({"metric": wl.metric, "better": wl.better, "block": rep + 1})
                 finally:
                     if placed:
                         placed.stop()
-                res["value"], res["samples"] = switchback.block_mean(
-                    series.samples(), t0, t1, period)
-                # Each sample, to tell a level from a change within the block.
-                res["block_samples"] = [round(v, 4) for v in switchback.block_samples(
-                    series.samples(), t0, t1, period)]
+                res["value"], xs = switchback.block_mean(series.samples(), win.t0, win.t1, period)
                 if res["value"] is None:
                     raise RuntimeError("%s printed no progress in a %.1f s block:\n%s" % (
-                        w, t1 - t0, series.tail.decode(errors="replace")[-2000:]))
-                res["wall_s"] = round(t1 - t0, 3)
-                res["foreign_top"] = []
+                        w, win.t1 - win.t0, series.tail.decode(errors="replace")[-2000:]))
+                res["samples"] = len(xs)
+                # Each sample, to tell a level from a change within the block.
+                res["block_samples"] = [round(v, 4) for v in xs]
                 results[w][c].append(res)
                 print("block %d %-12s %-14s %s %.4g (%d samples, others %.2f CPUs)" % (
                     rep + 1, w, c, wl.metric, res["value"], res["samples"],
@@ -775,30 +762,45 @@ def switchback_run(args, w, configs, shared, results, added=()):
         env.close()
 
 
+class Window:
+    """The machine's figures over a stretch of time, a run's or a switchback
+    block's: made at its start, end() at its end puts them into a result
+    (per-CPU busy time and idle states, other processes, placed's own CPU
+    time and memory, the stretch's length)."""
+
+    def __init__(self, placed):
+        self.placed = placed
+        self.foreign0 = foreign_cpu()
+        self.placed_cpu0 = placed.cpu_s() if placed else 0.0
+        self.stat0, self.idle0, self.t0 = read_stat(), read_idle(), time.monotonic()
+
+    def end(self, res):
+        self.t1 = time.monotonic()
+        secs = self.t1 - self.t0
+        placed_cpu1 = self.placed.cpu_s() if self.placed else 0.0
+        res.update(system_figures(self.stat0, read_stat(), self.idle0, read_idle(), secs))
+        foreign1 = foreign_cpu()
+        res["foreign_cpus"] = round(foreign_load(self.foreign0, foreign1, secs), 3)
+        res["foreign_top"] = foreign_top(self.foreign0, foreign1)
+        res["wall_s"] = round(secs, 3)
+        if self.placed:
+            self.placed.check_alive()
+            res.update(self.placed.usage())
+            # During the stretch only: placed's start (loading the BPF
+            # sampler) comes before and is not the workload's cost.
+            res["placed_cpu_pct_of_machine"] = round(
+                100 * (placed_cpu1 - self.placed_cpu0) / (secs * NCPU), 3)
+        return res
+
+
 def measure(args, wl, env, placed):
     """The workload's run and, around it, the machine's figures."""
-    foreign0 = foreign_cpu()
-    placed_cpu0 = placed.cpu_s() if placed else 0.0
-    stat0, idle0, t0 = read_stat(), read_idle(), time.time()
-    res = wl.run(args, env)
-    secs = time.time() - t0
-    placed_cpu1 = placed.cpu_s() if placed else 0.0
-    res.update(system_figures(stat0, read_stat(), idle0, read_idle(), secs))
-    foreign1 = foreign_cpu()
-    res["foreign_cpus"] = round(foreign_load(foreign0, foreign1, secs), 3)
-    res["foreign_top"] = foreign_top(foreign0, foreign1)
-    res["wall_s"] = round(secs, 3)
+    win = Window(placed)
+    res = win.end(wl.run(args, env))
     if env.pin is not None:
         res["ceiling_cpu"] = env.pin
     if res["value"] is None:
         res["value"] = res["energy_cpu_equiv"]
-    if placed:
-        placed.check_alive()
-        res.update(placed.usage())
-        # During the workload only: its start (loading the BPF sampler)
-        # comes before and is not the workload's cost.
-        res["placed_cpu_pct_of_machine"] = round(
-            100 * (placed_cpu1 - placed_cpu0) / (secs * NCPU), 3)
     return res
 
 

@@ -32,7 +32,8 @@ workload's life (the separate runs and time to place measure that), and the
 ceiling (no hand pinning under a running workload).
 
 Series(argv, pattern) runs the workload process and stamps each progress
-line on arrival (time.monotonic()); block_mean() is the pure part.
+line on arrival (time.monotonic()); block_samples() and block_mean() are
+the pure part.
 """
 import os
 import re
@@ -106,7 +107,7 @@ def block_samples(samples, start, end, period):
 
 
 def block_mean(samples, start, end, period):
-    """The mean of block_samples() and how many there were; (None, 0) when
-    there is none."""
+    """The mean of block_samples() and those values; (None, []) when there
+    is none."""
     xs = block_samples(samples, start, end, period)
-    return (sum(xs) / len(xs) if xs else None), len(xs)
+    return (sum(xs) / len(xs) if xs else None), xs

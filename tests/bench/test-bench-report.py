@@ -137,10 +137,10 @@ class Report(unittest.TestCase):
         # [10, 16] takes those from 11 to 16 (50 ms of slack either way),
         # not the one at 10.5 (it began before the block) nor 16.2.
         samples = [(10.5, 1.0), (11.02, 2.0), (12.0, 4.0), (16.04, 6.0), (16.2, 100.0)]
-        self.assertEqual(switchback.block_mean(samples, 10.0, 16.0, 1.0), (4.0, 3))
+        self.assertEqual(switchback.block_mean(samples, 10.0, 16.0, 1.0), (4.0, [2.0, 4.0, 6.0]))
         # Quarter-second samples (redis-benchmark).
-        self.assertEqual(switchback.block_mean(samples, 10.2, 10.6, 0.25), (1.0, 1))
-        self.assertEqual(switchback.block_mean(samples, 20.0, 28.0, 1.0), (None, 0))
+        self.assertEqual(switchback.block_mean(samples, 10.2, 10.6, 0.25), (1.0, [1.0]))
+        self.assertEqual(switchback.block_mean(samples, 20.0, 28.0, 1.0), (None, []))
 
     def test_switchback_series(self):
         # Lines ended by \r (redis-benchmark) or \n, split across writes; the
