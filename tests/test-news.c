@@ -64,6 +64,14 @@ static void t_edge(T *t, pid_t waker, pid_t wakee) {
         assert_int_equal(wake_batch_add_edge(&t->batch, waker, wakee, 2000), 0);
 }
 
+/* Two tasks of a past tick waking each other: an old pair. */
+static void t_old_pair(T *t, pid_t a, pid_t b) {
+        t_task(t, a, OLD);
+        t_task(t, b, OLD);
+        t_edge(t, a, b);
+        t_edge(t, b, a);
+}
+
 /* Ends a second's tick: the model's groups, and a plan of them, each waiting
  * to be measured (the policy's first word on a new group). */
 static void t_tick(T *t) {
@@ -250,14 +258,8 @@ static void test_fork_storm(void **state) {
 /* A note between two old groups (two pairs), placed or not, is not news. */
 static void test_two_old_groups(void **state) {
         T *t = t_new();
-        t_task(t, 30, OLD);
-        t_task(t, 31, OLD);
-        t_task(t, 40, OLD);
-        t_task(t, 41, OLD);
-        t_edge(t, 30, 31);
-        t_edge(t, 31, 30);
-        t_edge(t, 40, 41);
-        t_edge(t, 41, 40);
+        t_old_pair(t, 30, 31);
+        t_old_pair(t, 40, 41);
         t_tick(t);
         assert_int_equal(t->n_groups, 2);
         t_plan_group(t, 30)->waiting = false;
@@ -275,10 +277,7 @@ static void test_two_old_groups(void **state) {
  */
 static void test_pair_run_spread(void **state) {
         T *t = t_new();
-        t_task(t, 50, OLD);
-        t_task(t, 51, OLD);
-        t_edge(t, 50, 51);
-        t_edge(t, 51, 50);
+        t_old_pair(t, 50, 51);
         t_tick(t);
         PlanGroup *pg = t_plan_group(t, 50);
         assert_int_equal(pg->class, GROUP_PAIR);
@@ -299,14 +298,8 @@ static void test_pair_run_spread(void **state) {
 /* The focus of a quick tick, and what the tick reports (quick wanted, settled). */
 static void test_focus_and_settled(void **state) {
         T *t = t_new();
-        t_task(t, 60, OLD);
-        t_task(t, 61, OLD);
-        t_task(t, 70, OLD);
-        t_task(t, 71, OLD);
-        t_edge(t, 60, 61);
-        t_edge(t, 61, 60);
-        t_edge(t, 70, 71);
-        t_edge(t, 71, 70);
+        t_old_pair(t, 60, 61);
+        t_old_pair(t, 70, 71);
         t_tick(t);
         assert_int_equal(t->n_groups, 2);
         assert_true(news_group_worth_quick(&t->groups[0]));
