@@ -82,14 +82,8 @@ grep -qx 'make check' "$T/quick" || fail "the quick start lacks 'make check'"
 sed -n '/^No system bus here/,/Ctrl-C/p' "$T/quick" >"$T/readme-run"
 [ -s "$T/readme-run" ] || fail "the quick start does not show what make run prints"
 
-setsid "$PLACED_SRC/daemon/run-dev.sh" "$PLACED_BUILD" --interval-ms 200 \
-    --journal-dir "$T/journal" >"$T/run.log" 2>&1 &
-pid=$!
-at_exit "kill -INT -- -$pid 2>/dev/null; sleep 1; kill -KILL -- -$pid 2>/dev/null"
-if ! wait_for 10 grep -q ' started: ' "$T/run.log"; then
-    cat "$T/run.log" >&2
-    fail "placed did not start from run-dev.sh"
-fi
+run_dev_start
+pid=$run_dev_pid
 addr=$(sed -n "s/.*--address '\([^']*\)' status$/\1/p" "$T/run.log")
 [ -n "$addr" ] || fail "run-dev.sh printed no placectl --address line: $(cat "$T/run.log")"
 # The same lines, the build folder and the bus address as the README writes them.

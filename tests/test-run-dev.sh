@@ -9,15 +9,8 @@ command -v dbus-daemon >/dev/null || skip "dbus-daemon is not installed"
 [ ! -S /run/dbus/system_bus_socket ] ||
     skip "a system bus runs here: run-dev.sh uses it (covered by make check-system)"
 
-# Its own process group, as a shell's foreground job, so SIGINT reaches all of it.
-setsid "$PLACED_SRC/daemon/run-dev.sh" "$PLACED_BUILD" --interval-ms 200 \
-    --journal-dir "$T/journal" >"$T/run.log" 2>&1 &
-pid=$!
-at_exit "kill -KILL -- -$pid 2>/dev/null"
-if ! wait_for 10 grep -q ' started: ' "$T/run.log"; then
-    cat "$T/run.log" >&2
-    fail "placed did not start from run-dev.sh"
-fi
+run_dev_start
+pid=$run_dev_pid
 grep -q 'profile balanced, enforce mode' "$T/run.log" || fail "not the default profile: $(cat "$T/run.log")"
 
 # The printed command, run as printed, reaches placed.

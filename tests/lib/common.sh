@@ -51,6 +51,22 @@ wait_for() {
     done
 }
 
+# run_dev_start: make run's daemon/run-dev.sh with 200 ms ticks and a journal
+# under $T, in its own process group as a shell's foreground job (so Ctrl-C,
+# SIGINT to the group, reaches all of it), its output in $T/run.log; waits
+# for placed to start. Sets run_dev_pid; at exit the group gets SIGINT, then
+# SIGKILL a second later.
+run_dev_start() {
+    setsid "$PLACED_SRC/daemon/run-dev.sh" "$PLACED_BUILD" --interval-ms 200 \
+        --journal-dir "$T/journal" >"$T/run.log" 2>&1 &
+    run_dev_pid=$!
+    at_exit "kill -INT -- -$run_dev_pid 2>/dev/null; sleep 1; kill -KILL -- -$run_dev_pid 2>/dev/null"
+    if ! wait_for 10 grep -q ' started: ' "$T/run.log"; then
+        cat "$T/run.log" >&2
+        fail "placed did not start from run-dev.sh"
+    fi
+}
+
 # wait_for_ms MILLISECONDS COMMAND...: poll COMMAND every 50 ms until it
 # succeeds; finer than wait_for for deadlines of a few ticks.
 wait_for_ms() {
