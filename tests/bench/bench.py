@@ -53,6 +53,7 @@ harness runs "placed --restore" on its journal after each run, also after
 Ctrl-C or SIGTERM.
 """
 import argparse
+import functools
 import json
 import math
 import os
@@ -848,8 +849,10 @@ def t_cdf(x, df):
     return 0.5 + c * area * h / 3
 
 
+@functools.lru_cache(maxsize=None)
 def t_quantile(p, df):
-    """The x with t_cdf(x, df) = p, by bisection."""
+    """The x with t_cdf(x, df) = p, by bisection (each verdict, its power and
+    every --max-reps check ask for the same few: kept)."""
     lo, hi = -1e3, 1e3
     for _ in range(80):
         mid = (lo + hi) / 2

@@ -307,15 +307,23 @@ def redis_setup(args, env):
     env.state["serving"] = lambda: p.pid  # the main thread serves every client
 
 
+# redis-benchmark's rate every 250 ms; the first comes at its start, rate 0.
+REDIS_RATE = r"rps=([\d.]+) \(overall"
+
+
+def redis_benchmark(env, clients):
+    """redis-benchmark's GETs over clients connections, as long as it runs."""
+    return env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c", str(clients), "-n",
+                    "1000000000", "-t", "get", "-q"])
+
+
 def redis_bench(args, env, clients):
     """GET requests/s over the last args.seconds of one redis-benchmark run:
     it prints its instantaneous rate every 250 ms; the first args.warmup
     seconds of samples are left out."""
     total = args.warmup + args.seconds
-    out, placed = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c",
-                                   str(clients), "-n", "1000000000", "-t", "get", "-q"]), total,
-                          env.state["serving"])
-    rates = [float(x) for x in re.findall(r"rps=([\d.]+) \(overall", out)]
+    out, placed = run_for(redis_benchmark(env, clients), total, env.state["serving"])
+    rates = [float(x) for x in re.findall(REDIS_RATE, out)]
     # The first sample comes at the start (rate 0); then one every 250 ms.
     rates = rates[1:]
     skip = int(args.warmup * 4)
@@ -332,9 +340,7 @@ def redis_bench(args, env, clients):
 def series_redis(clients):
     """redis-benchmark for the switchback: its rate every 250 ms (the first, 0, left out)."""
     def series(args, env, seconds):
-        return Series(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c",
-                               str(clients), "-n", "1000000000", "-t", "get", "-q"]),
-                      r"rps=([\d.]+) \(overall", skip=1), 0.25
+        return Series(redis_benchmark(env, clients), REDIS_RATE, skip=1), 0.25
     return series
 
 
@@ -346,9 +352,7 @@ def wl_redis_session(args, env):
     """One new redis-benchmark -c 1 for args.session_seconds: GET/s over the
     whole session, redis-benchmark's own overall rate at its last report
     (every 250 ms)."""
-    out, placed = run_for(env.cmd(["redis-benchmark", "-s", env.state["redis_sock"], "-c", "1",
-                                   "-n", "1000000000", "-t", "get", "-q"]), args.session_seconds,
-                          env.state["serving"])
+    out, placed = run_for(redis_benchmark(env, 1), args.session_seconds, env.state["serving"])
     overall = re.findall(r"rps=[\d.]+ \(overall: ([\d.]+)\)", out)
     if not overall:
         raise RuntimeError("redis-benchmark printed no rate:\n%s" % out[-2000:])
@@ -503,15 +507,24 @@ def wl_pg_8c(args, env):
     return pg_select(args, env, 8)
 
 
+def pgbench_threads(clients):
+    """pgbench's -j for clients connections: two threads for more than one."""
+    return ["-j", "2"] if clients > 1 else []
+
+
+# pgbench -P's per-second report: its time, its tps.
+PGBENCH_PROGRESS = r"progress: ([\d.]+) s, ([\d.]+) tps"
+
+
 def pg_select(args, env, clients):
     """pgbench -S over clients connections: the mean of its per-second
     progress reports after the warm-up."""
     # With -j, pgbench prints no progress line for the last second: one more.
-    threads = ["-j", "2"] if clients > 1 else []
+    threads = pgbench_threads(clients)
     warm, secs = int(round(args.warmup)), max(2, int(round(args.seconds))) + len(threads) // 2
     out, client = pgbench_watched(env, ["-c", str(clients)] + threads +
                                   ["-S", "-T", str(warm + secs), "-P", "1"], warm + secs)
-    tps = [(float(t), float(v)) for t, v in re.findall(r"progress: ([\d.]+) s, ([\d.]+) tps", out)]
+    tps = [(float(t), float(v)) for t, v in re.findall(PGBENCH_PROGRESS, out)]
     window = [v for t, v in tps if t > warm + 0.5]
     if len(window) < 2:
         raise RuntimeError("pgbench printed %d progress lines:\n%s" % (len(tps), out[-2000:]))
@@ -524,10 +537,8 @@ def pg_select(args, env, clients):
 def series_pg(clients):
     """pgbench -S over clients connections for the switchback: its tps each second."""
     def series(args, env, seconds):
-        threads = ["-j", "2"] if clients > 1 else []
-        return Series(pgbench_argv(env, env.shared.pg, ["-c", str(clients)] + threads + [
-            "-S", "-T", str(int(seconds)), "-P", "1"]),
-            r"progress: [\d.]+ s, ([\d.]+) tps"), 1.0
+        return Series(pgbench_argv(env, env.shared.pg, ["-c", str(clients)] + pgbench_threads(
+            clients) + ["-S", "-T", str(int(seconds)), "-P", "1"]), PGBENCH_PROGRESS, value=2), 1.0
     return series
 
 
@@ -670,14 +681,18 @@ def series_stream(args, env, seconds):
 
 # --- many threads contending on one lock: sysbench threads
 
+def sysbench_threads(args, seconds, extra=()):
+    """sysbench threads: args.threads threads on one mutex for seconds."""
+    return ["sysbench", "threads", "--threads=%d" % args.threads, "--thread-locks=1",
+            "--thread-yields=10", "--time=%d" % seconds] + list(extra) + ["run"]
+
+
 def wl_threads(args, env):
     """sysbench's threads test: args.threads threads contending one pthread
     mutex (each event: 10 rounds of lock, sched_yield, unlock); the figure is
     events per second over args.seconds."""
     secs = max(1, int(round(args.seconds)))
-    r = subprocess.run(["sysbench", "threads", "--threads=%d" % args.threads, "--thread-locks=1",
-                        "--thread-yields=10", "--time=%d" % secs, "run"],
-                       capture_output=True, text=True, timeout=secs + 60)
+    r = subprocess.run(sysbench_threads(args, secs), capture_output=True, text=True, timeout=secs + 60)
     t = re.search(r"total time:\s+([\d.]+)s", r.stdout)
     n = re.search(r"total number of events:\s+(\d+)", r.stdout)
     if r.returncode or not t or not n:
@@ -688,6 +703,5 @@ def wl_threads(args, env):
 
 def series_threads(args, env, seconds):
     """sysbench threads for the switchback: its events/s each second."""
-    return Series(["sysbench", "threads", "--threads=%d" % args.threads, "--thread-locks=1",
-                   "--thread-yields=10", "--time=%d" % int(seconds), "--report-interval=1",
-                   "run"], r"eps: ([\d.]+)"), 1.0
+    return Series(sysbench_threads(args, int(seconds), ["--report-interval=1"]),
+                  r"eps: ([\d.]+)"), 1.0

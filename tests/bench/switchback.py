@@ -45,11 +45,11 @@ import time
 class Series:
     """A workload process that prints its progress: each line (ended by \\n or
     \\r) matching pattern becomes a sample (arrival time, float of the
-    pattern's first group * scale)."""
+    pattern's group number value * scale); the first skip are left out."""
 
-    def __init__(self, argv, pattern, scale=1.0, skip=0, **popen):
+    def __init__(self, argv, pattern, scale=1.0, skip=0, value=1, **popen):
         self.pattern = re.compile(pattern)
-        self.scale, self.skip = scale, skip
+        self.scale, self.skip, self.value = scale, skip, value
         self.lock = threading.Lock()
         self._samples = []
         self.tail = b""  # the last output, for an error
@@ -76,7 +76,7 @@ class Series:
                     self.skip -= 1
                     continue
                 with self.lock:
-                    self._samples.append((now, float(m.group(1)) * self.scale))
+                    self._samples.append((now, float(m.group(self.value)) * self.scale))
 
     def samples(self):
         with self.lock:
