@@ -290,5 +290,5 @@ bench: all $(BENCH_BINS)
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(PLACED_OBJS:.o=.d) $(PLACECTL_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(PLACED_OBJS:.o=.d) $(PLACECTL_OBJS:.o=.d) $(TEST_BINS:=.d)
 .SECONDARY:

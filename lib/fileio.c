@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,8 +19,10 @@
 
 #include "macro.h"
 
-/* Opens path for reading without blocking on a FIFO; only a regular file is kept. */
-static int open_regular(const char *path) {
+/* Opens path for reading without blocking on a FIFO; only a regular file is kept, and only
+ * one whose stated size is at most max_size (procfs and sysfs state 0; the read loop bounds
+ * those): a 100 MB file is refused unread. */
+static int open_regular(const char *path, size_t max_size) {
         struct stat st;
         int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -32,6 +35,10 @@ static int open_regular(const char *path) {
         if (!S_ISREG(st.st_mode)) {
                 close(fd);
                 return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
+        }
+        if ((uintmax_t)st.st_size > max_size) {
+                close(fd);
+                return -EFBIG;
         }
         return fd;
 }
@@ -77,7 +84,7 @@ static ssize_t read_bounded(int fd, char *buf, size_t size) {
 int read_small_file(const char *path, char *buf, size_t size) {
         if (!path || !buf || size < 2 || size > INT_MAX)
                 return -EINVAL;
-        _cleanup_close_ int fd = open_regular(path);
+        _cleanup_close_ int fd = open_regular(path, size - 1);
         if (fd < 0)
                 return fd;
         return (int)read_bounded(fd, buf, size);
@@ -86,7 +93,7 @@ int read_small_file(const char *path, char *buf, size_t size) {
 int read_small_file_head(const char *path, char *buf, size_t size) {
         if (!path || !buf || size < 2 || size > INT_MAX)
                 return -EINVAL;
-        _cleanup_close_ int fd = open_regular(path);
+        _cleanup_close_ int fd = open_regular(path, SIZE_MAX);
         if (fd < 0)
                 return fd;
         ssize_t len = read_fill(fd, buf, size - 1);
@@ -110,7 +117,7 @@ int read_small_file_line(const char *path, char *buf, size_t size) {
 int read_small_file_alloc(const char *path, size_t max_size, char **ret, size_t *ret_size) {
         if (!path || !ret || max_size == 0 || max_size >= SSIZE_MAX)
                 return -EINVAL;
-        _cleanup_close_ int fd = open_regular(path);
+        _cleanup_close_ int fd = open_regular(path, max_size);
         if (fd < 0)
                 return fd;
 
@@ -150,7 +157,7 @@ int fileio_lines_open(FileioLines *l, const char *path, size_t max_size, size_t 
         *l = FILEIO_LINES_NULL;
         if (!path || max_size == 0 || max_size >= SSIZE_MAX || max_line == 0)
                 return -EINVAL;
-        int fd = open_regular(path);
+        int fd = open_regular(path, SIZE_MAX);
         if (fd < 0)
                 return fd;
         l->fd = fd;

@@ -3,15 +3,24 @@
  * Hostile files for the tests of bounded readers (lib/fileio.h): a FIFO with
  * no writer, a link to /dev/zero, or good lines followed by 100 MB of NULs
  * (sparse) without a newline, in place of a file placed reads; what each
- * reader must answer; and a clock to show it answers within a second.
+ * reader must answer; and a mark around each read that shows it read little
+ * (the process's own count of bytes read, /proc/self/io) and never waited (a
+ * watchdog that fails the test, instead of the runner's timeout).
+ *
+ * No clock: a bound in seconds passes or fails by the luck of the host (a
+ * sanitizer build on a loaded machine once took more than the second allowed).
+ * A reader that reads 100 MB or waits on a FIFO fails these marks on any host.
  */
 #pragma once
 
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -36,9 +45,43 @@ static inline void hostile_make(const char *path, const char *good, int kind) {
         }
 }
 
-/* Return: CLOCK_MONOTONIC in seconds. */
-static inline double hostile_now_sec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+/* A bounded read of the 100 MB file stops at its reader's cap (16 MiB for /proc/stat's), far
+ * short of the file's end; the bound leaves room for what else the call reads (the kernel's
+ * BTF, about 5 MB, when a wake source probes the kernel). Reading the file or /dev/zero
+ * through would pass it. */
+#define HOSTILE_READ_MAX ((uint64_t)50 << 20)
+
+/* A read that waits (a FIFO opened for reading waits for a writer forever) is stopped here. */
+#define HOSTILE_WATCHDOG_SEC 30
+
+/* Return: the bytes this process has read through read(2) and its kin (rchar in /proc/self/io). */
+static inline uint64_t hostile_bytes_read(void) {
+        uint64_t rchar = 0;
+        FILE *f = fopen("/proc/self/io", "re");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "rchar: %" SCNu64, &rchar), 1);
+        fclose(f);
+        return rchar;
+}
+
+static inline void hostile_watchdog_fired(int sig) {
+        static const char msg[] = "hostile.h: a reader waited on a hostile file (watchdog)\n";
+        (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        _exit(1);
+}
+
+/* Marks the start of reads of a hostile file. Return: the bytes read before it. */
+static inline uint64_t hostile_begin(void) {
+        signal(SIGALRM, hostile_watchdog_fired);
+        alarm(HOSTILE_WATCHDOG_SEC);
+        return hostile_bytes_read();
+}
+
+/* Ends the reads begun at mark: none waited, and together they read under HOSTILE_READ_MAX. */
+static inline void hostile_end(uint64_t mark) {
+        alarm(0);
+        uint64_t n = hostile_bytes_read() - mark;
+        if (n >= HOSTILE_READ_MAX)
+                fprintf(stderr, "hostile.h: %" PRIu64 " bytes read\n", n);
+        assert_true(n < HOSTILE_READ_MAX);
 }
