@@ -19,9 +19,10 @@
 
 #include "macro.h"
 
-/* Opens path for reading without blocking on a FIFO; only a regular file is kept, and only
- * one whose stated size is at most max_size (procfs and sysfs state 0; the read loop bounds
- * those): a 100 MB file is refused unread. */
+/* Opens path for reading without blocking on a FIFO; only a regular file is kept, and not
+ * one that states a size over both max_size and a page: a 100 MB file is refused unread.
+ * The page spares the pseudo-files, which the read loops bound: sysfs states a page for
+ * every text attribute, whatever it holds, and procfs and cgroupfs state 0. */
 static int open_regular(const char *path, size_t max_size) {
         struct stat st;
         int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -36,7 +37,8 @@ static int open_regular(const char *path, size_t max_size) {
                 close(fd);
                 return S_ISDIR(st.st_mode) ? -EISDIR : -EBADFD;
         }
-        if ((uintmax_t)st.st_size > max_size) {
+        uintmax_t stated = (uintmax_t)st.st_size;
+        if (stated > max_size && stated > (uintmax_t)sysconf(_SC_PAGESIZE)) {
                 close(fd);
                 return -EFBIG;
         }

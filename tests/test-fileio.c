@@ -2,8 +2,9 @@
 /*
  * Tests for lib/fileio.c: every reader refuses a FIFO (with no writer, so a
  * blocking open would hang) and a link to /dev/zero at once, refuses a file
- * that states a size over its cap without reading it, stops at its cap, and
- * reads procfs files, whose st_size is 0, to their end.
+ * that states a size over its cap and a page without reading it, stops at its
+ * cap, and reads procfs files, whose st_size is 0, and sysfs ones, which state
+ * a page, to their end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -236,6 +237,21 @@ static void test_procfs(void **state) {
         assert_int_equal(cpus, (unsigned)sysconf(_SC_NPROCESSORS_CONF));
 }
 
+/* sysfs states a page for a text attribute that holds a few bytes: a small buffer reads it
+ * all the same (the stated size refuses a file only past a page). */
+static void test_sysfs(void **state) {
+        const char *path = "/sys/devices/system/cpu/online";
+        struct stat st;
+        char buf[32];
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(st.st_size >= (off_t)sizeof(buf)); /* states more than buf holds */
+        assert_true(read_small_file_line(path, buf, sizeof(buf)) > 0);
+        assert_true(buf[0] >= '0' && buf[0] <= '9');
+        _cleanup_free_ char *text = NULL;
+        assert_int_equal(read_small_file_alloc(path, sizeof(buf), &text, NULL), 0);
+        assert_true(strncmp(text, buf, strlen(buf)) == 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_hostile_refused, setup, teardown),
@@ -243,6 +259,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lines_long, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_procfs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sysfs, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,8 +34,9 @@ live_config exclude '[exclude]' 'comm = sched-pipe perf'
 
 # pair_verdicts LOG: the trials' verdicts on the pair so far, one a line.
 pair_verdicts() { grep -E "Keeping pair group|Handing pair group .*: pair: placed, " "$1" || true; }
-# verdict_interval VERDICT: "GAIN LO HI" of a verdict line's "1.50x [1.20-1.80".
-verdict_interval() { echo "$1" | sed -E 's/.* ([0-9.]+)x \[([0-9.]+)-([0-9.]+).*/\1 \2 \3/'; }
+# verdict_interval VERDICT: "GAIN LO HI" of a verdict line's "1.50x [1.20-1.80" (after a
+# space when kept, after "(" when handed back); nothing when it has none.
+verdict_interval() { echo "$1" | sed -nE 's/.*[ (]([0-9.]+)x \[([0-9.]+)-([0-9.]+).*/\1 \2 \3/p'; }
 # pair_verdicts_at_least LOG N: N verdicts or more.
 pair_verdicts_at_least() { [ "$(pair_verdicts "$1" | wc -l)" -ge "$2" ]; }
 
@@ -70,6 +71,7 @@ step_pack_and_sigterm() {
             fail "1. no verdict on the packed pair's trial $n: $(cat "$log")"
         verdict=$(pair_verdicts "$log" | sed -n "${n}p")
         read -r gain lo hi < <(verdict_interval "$verdict")
+        [ -n "$hi" ] || fail "1. no gain and interval in the verdict: $verdict"
         if [[ $verdict == *Keeping* ]]; then
             # The line rounds to hundredths: a kept lower bound prints 1.00 or more.
             awk -v lo="$lo" 'BEGIN { exit !(lo >= 1) }' || fail "1. kept without a clear gain: $verdict"
