@@ -109,7 +109,7 @@ typedef struct Profile {
         unsigned min_gain_pct; /* change only when the estimated gain passes this */
 
         /* [trial]: a placement is kept only while switchbacks measure a gain */
-        unsigned trial_ticks;     /* windows (ticks) measured before any verdict */
+        unsigned trial_ticks;     /* windows (ticks) weighed before any verdict */
         unsigned trial_max_ticks; /* ... and at most: still no clear gain then, handed back */
         unsigned trial_keep_pct;  /* keep when the gain's interval lies above this % */
         unsigned trial_max_run_loss_pct; /* hand back when its run time fell by more than this

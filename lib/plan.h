@@ -41,7 +41,8 @@ const char *plan_slice_to_string(PlanSlice s);
  * (the owner's affinity: the group handed back) take turns in windows of
  * one tick each, in the order placed, kernel, kernel, placed, placed, ...
  * (ABBA), so that a trend of the workload's own falls on both alike. Each
- * pair of adjacent windows (0-1, 2-3, ...) gives one figure, the log of
+ * pair of adjacent windows after the first (2-3, 4-5, ...; the first holds
+ * the move and a new workload's warm-up) gives one figure, the log of
  * progress placed over progress left to the kernel; their mean and its 95%
  * interval (Student's t over the pairs) are the gain the verdict weighs.
  *
@@ -52,8 +53,8 @@ const char *plan_slice_to_string(PlanSlice s);
  * more than [trial] max_run_loss_pct of a CPU of run time while waiting
  * more (two busy tasks squeezed onto one CPU; judged by handoffs only, as
  * bytes show that loss themselves). It is handed back as soon as the
- * interval lies wholly below keep_pct, and after [trial] max_ticks windows
- * when it still holds keep_pct (a tie: ties go to the kernel). Handed back,
+ * interval lies wholly below keep_pct, and after [trial] max_ticks weighed
+ * windows when it still holds keep_pct (a tie: ties go to the kernel). Handed back,
  * it is not tried again before retry_ns, a back-off that doubles with each
  * revert in a row (up to 16 times [trial] backoff_ms).
  *
@@ -119,8 +120,8 @@ typedef struct PlanTrial {
         TrialArm arm;         /* the side of the window now running (the apply stage's) */
         bool recheck;         /* this trial re-checks a kept placement ... */
         bool drifted;         /* ... at once, as its figures drifted (else: it was due) */
-        unsigned windows;     /* windows measured in this trial */
-        unsigned pairs;       /* pairs of adjacent windows compared */
+        unsigned windows;     /* windows run in this trial (the first two not weighed) */
+        unsigned pairs;       /* pairs of adjacent windows weighed */
         double open_rate;     /* progress of the first window of the pair now open */
         double log_sum;       /* over the pairs: sum of ln(placed / kernel) */
         double log_sq;        /* ... and of its squares */

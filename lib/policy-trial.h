@@ -13,6 +13,9 @@
 #include "group.h"
 #include "plan.h"
 
+/* A trial's first windows, one of each side, are not weighed (policy-trial.c says why). */
+#define TRIAL_BURN_IN_WINDOWS 2u
+
 /* Return: what g's trial under p would count as progress (TrialMeasure in plan.h). */
 TrialMeasure policy_trial_measure(const Profile *p, const Group *g);
 

@@ -63,7 +63,7 @@ step_pack_and_sigterm() {
     # real CPU the pair must be kept by its third trial. Under emulation (qemu
     # TCG, PLACED_PACKING_MAY_LOSE=1) a lockstep pair may not gain at all: a
     # verdict against it that agrees with its figures ends the check.
-    # A verdict takes 4 to 16 windows.
+    # A verdict takes 6 to 18 windows (the first pair is not weighed).
     local verdict gain lo hi n
     for n in 1 2 3; do
         # A retry waits out the dwell ([hysteresis] dwell_ms, 5 s) as well.

@@ -2,7 +2,8 @@
 # A kept placement is re-checked while it lives (docs/design.md, "Decisions
 # judged by outcome"): the real placed, the real BPF sampler, 200 ms ticks,
 # profile balanced with the live tests' trial that keeps what it places
-# (live_hold_profiles: two windows, keep_pct 1) but re-checks on a drift.
+# (live_hold_profiles: two weighed windows, keep_pct 1) but re-checks on a
+# drift.
 #   1. a pair that changes shape (tests/bench/phases: a lockstep pipe pair,
 #      then a two-stage pipeline in which both processes compute at once)
 #      is placed on one CPU and kept by its trial; once it is a pipeline its

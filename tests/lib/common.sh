@@ -252,7 +252,8 @@ wait_packed() {
     packed_ms=$(($(now_ms) - t0))
     # Its trial's switchback hands it to the kernel for a window now and
     # then: once the trial kept it (the live profiles' trial keeps what it
-    # places in two windows), it is packed for good, and callers read its CPU.
+    # places in four windows, two weighed), it is packed for good, and
+    # callers read its CPU.
     local kept="Keeping [a-z]* group [0-9]+ \(first task ($pair_parent|$pair_child)\)"
     if wait_for_ms 4000 grep -qE "$kept" "$1"; then
         wait_for_ms 2000 pair_packed ||
@@ -288,8 +289,9 @@ live_config() {
 }
 
 # live_hold_profiles: the shipped profiles with a trial that keeps what it
-# places, in $T/profiles-hold: a switchback of two windows, kept unless
-# placed did 99% worse, never re-checked. The live tests check what placed
+# places, in $T/profiles-hold: a switchback of two weighed windows (after
+# the first pair, which is not weighed), kept unless placed did 99% worse,
+# never re-checked. The live tests check what placed
 # does (places a pair at a quick tick, journals, restores, follows rules),
 # which must not hang on whether packing pays on this host: under emulation
 # or on a loaded machine it may not, and a verdict against it would hand
