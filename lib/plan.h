@@ -54,9 +54,9 @@ const char *plan_slice_to_string(PlanSlice s);
  * more (two busy tasks squeezed onto one CPU; judged by handoffs only, as
  * bytes show that loss themselves). It is handed back as soon as the
  * interval lies wholly below keep_pct, and after [trial] max_ticks weighed
- * windows when it still holds keep_pct (a tie: ties go to the kernel). Handed back,
- * it is not tried again before retry_ns, a back-off that doubles with each
- * revert in a row (up to 16 times [trial] backoff_ms).
+ * windows when it still holds keep_pct (a tie: ties go to the kernel).
+ * Handed back, it is not tried again before retry_ns, a back-off that
+ * doubles with each revert in a row (up to 16 times [trial] backoff_ms).
  *
  * A kept placement is re-checked by a switchback of its own [trial]
  * recheck_s after its verdict, doubling while re-checks keep it (up to 16

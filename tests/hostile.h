@@ -7,18 +7,19 @@
  * (the process's own count of bytes read, /proc/self/io) and never waited (a
  * watchdog that fails the test, instead of the runner's timeout).
  *
- * No clock: a bound in seconds passes or fails by the luck of the host (a
- * sanitizer build on a loaded machine once took more than the second allowed).
- * A reader that reads 100 MB or waits on a FIFO fails these marks on any host.
+ * No clock: a bound in seconds passes or fails by the luck of the host (CI's
+ * sanitizer build once took more than the second allowed, as the BTF probe
+ * read 64 MB of a 100 MB vmlinux before it said too big). A reader that
+ * reads 100 MB or waits on a FIFO fails these marks on any host.
  */
 #pragma once
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
