@@ -720,12 +720,13 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                                                    : "its re-check is due");
                 if (was && old->trial.verdict == TRIAL_RUNNING &&
                     pg->trial.windows > old->trial.windows)
-                        log_debug("Trial of %s group %" PRIu64 ": window %u, %s's, %.0f %s/s.",
+                        log_debug("Trial of %s group %" PRIu64
+                                  ": window %u, %s's, %.0f %s/s, %.2f CPUs' worth of run time.",
                                   group_class_to_string(g->class), g->id, old->trial.windows,
                                   trial_arm_to_string(old->trial.arm),
                                   old->trial.measure == TRIAL_BY_BYTES ? g->io_rate
                                                                        : g->handoff_rate,
-                                  trial_measure_to_string(old->trial.measure));
+                                  trial_measure_to_string(old->trial.measure), g->util);
                 if (was && is && old->trial.verdict == TRIAL_RUNNING &&
                     pg->trial.verdict == TRIAL_KEPT) {
                         const PlanTrial *t = &pg->trial;

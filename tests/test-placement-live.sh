@@ -88,8 +88,8 @@ step_pack_and_sigterm() {
     done
     ok "1. trial verdict: ${verdict#*: }"
     # Each window's figure is logged at debug level, the side it ran on named.
-    grep -qE "Trial of pair group [0-9]+: window 0, placed's, [0-9]+ handoffs/s\." "$log" &&
-        grep -qE "Trial of pair group [0-9]+: window 1, kernel's, [0-9]+ handoffs/s\." "$log" ||
+    grep -qE "Trial of pair group [0-9]+: window 0, placed's, [0-9]+ handoffs/s, [0-9.]+ CPUs'" "$log" &&
+        grep -qE "Trial of pair group [0-9]+: window 1, kernel's, [0-9]+ handoffs/s, [0-9.]+ CPUs'" "$log" ||
         fail "1. the trial's windows are not in the debug log: $(grep 'Trial of' "$log")"
 
     pair_sigterm_restored 2

@@ -954,7 +954,8 @@ static void test_pair_min_wake_rate(void **state) {
         scenario_done(&s);
 }
 
-/* What a trial counts is fixed when it starts, from the group as the kernel ran it. */
+/* What a trial counts comes from the group as the kernel ran it: where it starts, and a
+ * stream shown by the kernel's first window is counted by bytes from there on. */
 static void test_trial_measure_change(void **state) {
         Scenario s;
         Profile p = profile("balanced");
@@ -976,6 +977,36 @@ static void test_trial_measure_change(void **state) {
         assert_int_equal(next.trial.measure, TRIAL_BY_HANDOFFS);
         assert_int_equal(next.trial.windows, 1);
         assert_int_equal(next.trial.placed.windows, 0); /* the first pair is not weighed */
+        /* The kernel's first window: spread, it runs 1.5 CPUs' worth and moves more bytes
+         * than it hands off: a stream, counted by bytes from here. */
+        g->util = 1.5;
+        PlanGroup third = next;
+        policy_trial_step(&p, g, &next, SEC_NS + 2 * WINDOW_NS, false, &third);
+        assert_int_equal(third.trial.windows, TRIAL_BURN_IN_WINDOWS);
+        assert_int_equal(third.trial.measure, TRIAL_BY_BYTES);
+        /* No longer overlapping, the weighed windows still count bytes: window 2, the
+         * kernel's, is the first weighed, at its 240k bytes/s. */
+        g->util = 1.0;
+        PlanGroup fourth = third;
+        policy_trial_step(&p, g, &third, SEC_NS + 3 * WINDOW_NS, false, &fourth);
+        assert_int_equal(fourth.trial.measure, TRIAL_BY_BYTES);
+        assert_int_equal(fourth.trial.kernel.windows, 1);
+        assert_true(fabs(fourth.trial.kernel.rate - 240000) < 1e-6);
+        /* Not the other way: a trial by bytes stays one when that window shows no overlap
+         * (the kernel had not spread it yet). */
+        PlanGroup second = fresh, after = fresh;
+        policy_trial_step(&p, g, &fresh, SEC_NS + WINDOW_NS, false, &second);
+        policy_trial_step(&p, g, &second, SEC_NS + 2 * WINDOW_NS, false, &after);
+        assert_int_equal(after.trial.windows, TRIAL_BURN_IN_WINDOWS);
+        assert_int_equal(after.trial.measure, TRIAL_BY_BYTES);
+        /* A re-check keeps its verdict's measure, whatever the kernel's first window shows. */
+        PlanGroup recheck = next;
+        recheck.trial.recheck = true;
+        g->util = 1.5;
+        PlanGroup rechecked = recheck;
+        policy_trial_step(&p, g, &recheck, SEC_NS + 2 * WINDOW_NS, false, &rechecked);
+        assert_int_equal(rechecked.trial.windows, TRIAL_BURN_IN_WINDOWS);
+        assert_int_equal(rechecked.trial.measure, TRIAL_BY_HANDOFFS);
         scenario_done(&s);
 }
 
