@@ -287,7 +287,7 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, 
                  * (a pipe stream placed 23 ms after its first wakeups: 0.95 CPUs' worth
                  * then, 1.73 in that window, and judged by handoffs it showed 386x).
                  * Only that way: the window may also find it still where placed put it
-                 * (the kernel had not spread that stream within 100 ms in 2 of 5 live
+                 * (the kernel had not spread that stream within 100 ms in 2 of 6 live
                  * runs). Nothing was weighed before it. A re-check keeps its verdict's. */
                 if (t.windows == TRIAL_BURN_IN_WINDOWS && !t.recheck &&
                     policy_trial_measure(p, g) == TRIAL_BY_BYTES)
