@@ -16,7 +16,7 @@
  * placed window holds the move itself and, for a workload placed as it
  * starts, its warm-up. Measured on pg-1c, placed 64 ms after its first
  * wakeups: the first window ran 25k handoffs/s placed, the next 29k left to
- * the kernel, and every later pair 1.16-1.25x; that one pair widened the
+ * the kernel, and every later pair 1.16-1.35x; that one pair widened the
  * interval of 14 windows from [1.17-1.25] to [1.03-1.30], and in runs where
  * it was worse, a real 1.2x gain came out a tie.
  *
