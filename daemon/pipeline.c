@@ -52,6 +52,7 @@
 #include "kernel-features.h"
 #include "news.h"
 #include "log.h"
+#include "policy-trial.h"
 #include "policy.h"
 #include "proc-events.h"
 #include "rules.h"
@@ -724,8 +725,7 @@ static unsigned pipeline_log_changes(Pipeline *p, bool advise, const Group *grou
                                   ": window %u, %s's, %.0f %s/s, %.2f CPUs' worth of run time.",
                                   group_class_to_string(g->class), g->id, old->trial.windows,
                                   trial_arm_to_string(old->trial.arm),
-                                  old->trial.measure == TRIAL_BY_BYTES ? g->io_rate
-                                                                       : g->handoff_rate,
+                                  policy_trial_progress(g, old->trial.measure),
                                   trial_measure_to_string(old->trial.measure), g->util);
                 if (was && is && old->trial.verdict == TRIAL_RUNNING &&
                     pg->trial.verdict == TRIAL_KEPT) {

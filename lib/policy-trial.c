@@ -94,8 +94,8 @@ double policy_trial_t95(unsigned df) {
         return df <= ELEMENTSOF(t) ? t[df - 1] : 1.96;
 }
 
-/* Return: the group's progress this tick, in measure m. */
-static double trial_progress(const Group *g, TrialMeasure m) {
+double policy_trial_progress(const Group *g, TrialMeasure m) {
+        assert(g);
         return m == TRIAL_BY_BYTES ? g->io_rate : g->handoff_rate;
 }
 
@@ -152,7 +152,7 @@ static void trial_add_window(PlanTrial *t, const Group *g) {
                 t->arm = policy_trial_arm(t->windows);
                 return;
         }
-        double x = trial_progress(g, t->measure);
+        double x = policy_trial_progress(g, t->measure);
         side_add(t->arm == TRIAL_ARM_PLACED ? &t->placed : &t->kernel, x, g);
         if (t->windows % 2 == 0)
                 t->open_rate = x;
@@ -176,7 +176,7 @@ bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) 
         assert(g);
         if (t->verdict != TRIAL_KEPT || g->unmeasured)
                 return false;
-        double x = trial_progress(g, t->measure), k = t->kept_rate;
+        double x = policy_trial_progress(g, t->measure), k = t->kept_rate;
         double band = 1.0 + p->trial_recheck_drift_pct / 100.0;
         bool moved = k > 0 && (x * band < k || x > k * band);
         bool waits = (g->runq_wait - t->kept_wait) * 100 > p->trial_max_run_loss_pct;

@@ -19,6 +19,9 @@
 /* Return: what g's trial under p would count as progress (TrialMeasure in plan.h). */
 TrialMeasure policy_trial_measure(const Profile *p, const Group *g);
 
+/* Return: g's progress this tick, per second, in measure m. */
+double policy_trial_progress(const Group *g, TrialMeasure m);
+
 /*
  * Return: whether g's placement, kept by trial t, moved far from its
  * figures at the verdict (its progress by recheck_drift_pct either way, or
