@@ -238,12 +238,17 @@ static void trial_judge(const Profile *p, PlanTrial *t, const char *cls, uint64_
         }
 }
 
-void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
-                       bool advise, PlanGroup *pg) {
+void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *memory,
+                       const PlanGroup *prev, uint64_t now_ns, bool advise, PlanGroup *pg) {
         assert(p);
         assert(g);
         assert(pg);
-        PlanTrial t = prev ? prev->trial : (PlanTrial){ 0 };
+        assert(!prev || prev == memory);
+        /* A stream packed onto one CPU can look solo for a tick (its wakeups
+         * fall): its back-off must not end there (a long-lived placed beside an
+         * iperf3 stream tried it again 22 s into a 30 s back-off, and never
+         * doubled it). */
+        PlanTrial t = memory ? memory->trial : (PlanTrial){ 0 };
         bool was = prev && prev->managed && !prev->waiting;
         const char *cls = group_class_to_string(g->class);
 

@@ -37,7 +37,10 @@ double policy_trial_t95(unsigned df);
 
 /*
  * policy_trial_step() - the trial, after the tick's decision pg for g under
- * profile p (prev: the group's entry in the previous plan, or NULL): start
+ * profile p (memory: the group's entry in the previous plan under the same
+ * rules, whatever its class then, or NULL: what its trials found, a back-off
+ * included, is the group's and outlives a change of class; prev: that entry
+ * when it was for the same class, or NULL): start
  * a switchback when the decision places the group anew (unless a revert's
  * back-off runs), add the window that just ended to a running one and
  * judge it, and start a re-check of a kept placement when it is due or its
@@ -45,5 +48,5 @@ double policy_trial_t95(unsigned df);
  * running trial is not measured). A revert is feedback: it overrides the
  * dwell, and hands the group back (pg left, its reason saying why).
  */
-void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *prev, uint64_t now_ns,
-                       bool advise, PlanGroup *pg);
+void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *memory,
+                       const PlanGroup *prev, uint64_t now_ns, bool advise, PlanGroup *pg);

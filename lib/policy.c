@@ -537,16 +537,23 @@ static bool decide_spread(Ctx *c, const Group *g, const CpuSet *scope, const Cpu
 
 /* ---- per group ---- */
 
-/* The previous decision, when it was for the same class under the same rule. */
-/* was: the group's entry in the previous plan, or NULL. */
-static const PlanGroup *find_prev(const PlanGroup *was, const Group *g, const GroupRule *gr) {
-        const PlanGroup *pg = was;
-        if (!pg || pg->class != g->class)
+/*
+ * The group's previous entry, when it was decided under the same rule, whatever
+ * its class: its trial's memory (a back-off outlives a tick as solo). was: the
+ * group's entry in the previous plan, or NULL.
+ */
+static const PlanGroup *find_memory(const PlanGroup *was, const GroupRule *gr) {
+        if (!was)
                 return NULL;
-        if (gr ? pg->rule_action != gr->action || strcmp(pg->rule, gr->rule) != 0
-               : pg->rule_action != RULE_ACTION_NONE)
+        if (gr ? was->rule_action != gr->action || strcmp(was->rule, gr->rule) != 0
+               : was->rule_action != RULE_ACTION_NONE)
                 return NULL; /* a rule came, went or changed: decided afresh */
-        return pg;
+        return was;
+}
+
+/* The previous decision, when it was for the same class under the same rule. */
+static const PlanGroup *find_prev(const PlanGroup *memory, const Group *g) {
+        return memory && memory->class == g->class ? memory : NULL;
 }
 
 /*
@@ -703,7 +710,8 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         const GroupRule *gr = policy_group_rule(c, i);
         RuleAction action = gr ? gr->action : RULE_ACTION_NONE;
         const PlanGroup *was = c->in->prev ? plan_find_group(c->in->prev, g->id) : NULL;
-        const PlanGroup *prev = find_prev(was, g, gr);
+        const PlanGroup *memory = find_memory(was, gr);
+        const PlanGroup *prev = find_prev(memory, g);
         uint64_t seen_ns = group_seen_ns(c, was);
         CpuSet allowed;
         group_allowed(c, i, &allowed);
@@ -800,9 +808,10 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
                                 g->class == GROUP_MESH ? p->mesh_placement : p->fanout_placement,
                                 pg);
         }
-        /* The owner asked for a pack-with: it is not put on trial. */
-        if (g->class != GROUP_SOLO && c->joint[i] < 0)
-                policy_trial_step(c->p, g, prev, c->in->now_ns, c->in->advise, pg);
+        /* The owner asked for a pack-with: it is not put on trial. A solo group
+         * is never placed, and keeps what its trials found while it is one. */
+        if (c->joint[i] < 0)
+                policy_trial_step(c->p, g, memory, prev, c->in->now_ns, c->in->advise, pg);
 
         if (prev && !prev->waiting && !pg->waiting && prev->managed == pg->managed &&
             (!pg->managed || cpuset_equal(&prev->cpus, &pg->cpus)) && !widen) {

@@ -963,17 +963,17 @@ static void test_trial_measure_change(void **state) {
         Group *g = add_group(&s, GROUP_PAIR, 2, 1.5, NULL);
         g->handoff_rate = 30000;
         PlanGroup pg = { .id = g->id, .class = GROUP_PAIR, .home = -1, .managed = true };
-        policy_trial_step(&p, g, NULL, SEC_NS, false, &pg);
+        policy_trial_step(&p, g, NULL, NULL, SEC_NS, false, &pg);
         assert_int_equal(pg.trial.verdict, TRIAL_RUNNING);
         assert_int_equal(pg.trial.measure, TRIAL_BY_HANDOFFS); /* no bytes: handoffs */
         g->io_rate = 240000;
         PlanGroup fresh = { .id = g->id, .class = GROUP_PAIR, .home = -1, .managed = true };
-        policy_trial_step(&p, g, NULL, SEC_NS, false, &fresh);
+        policy_trial_step(&p, g, NULL, NULL, SEC_NS, false, &fresh);
         assert_int_equal(fresh.trial.measure, TRIAL_BY_BYTES);
         /* Packed, it no longer overlaps: the running trial still counts handoffs. */
         g->util = 1.0;
         PlanGroup next = pg;
-        policy_trial_step(&p, g, &pg, SEC_NS + WINDOW_NS, false, &next);
+        policy_trial_step(&p, g, &pg, &pg, SEC_NS + WINDOW_NS, false, &next);
         assert_int_equal(next.trial.measure, TRIAL_BY_HANDOFFS);
         assert_int_equal(next.trial.windows, 1);
         assert_int_equal(next.trial.placed.windows, 0); /* the first pair is not weighed */
@@ -981,22 +981,22 @@ static void test_trial_measure_change(void **state) {
          * than it hands off: a stream, counted by bytes from here. */
         g->util = 1.5;
         PlanGroup third = next;
-        policy_trial_step(&p, g, &next, SEC_NS + 2 * WINDOW_NS, false, &third);
+        policy_trial_step(&p, g, &next, &next, SEC_NS + 2 * WINDOW_NS, false, &third);
         assert_int_equal(third.trial.windows, TRIAL_BURN_IN_WINDOWS);
         assert_int_equal(third.trial.measure, TRIAL_BY_BYTES);
         /* No longer overlapping, the weighed windows still count bytes: window 2, the
          * kernel's, is the first weighed, at its 240k bytes/s. */
         g->util = 1.0;
         PlanGroup fourth = third;
-        policy_trial_step(&p, g, &third, SEC_NS + 3 * WINDOW_NS, false, &fourth);
+        policy_trial_step(&p, g, &third, &third, SEC_NS + 3 * WINDOW_NS, false, &fourth);
         assert_int_equal(fourth.trial.measure, TRIAL_BY_BYTES);
         assert_int_equal(fourth.trial.kernel.windows, 1);
         assert_true(fabs(fourth.trial.kernel.rate - 240000) < 1e-6);
         /* Not the other way: a trial by bytes stays one when that window shows no overlap
          * (the kernel had not spread it yet). */
         PlanGroup second = fresh, after = fresh;
-        policy_trial_step(&p, g, &fresh, SEC_NS + WINDOW_NS, false, &second);
-        policy_trial_step(&p, g, &second, SEC_NS + 2 * WINDOW_NS, false, &after);
+        policy_trial_step(&p, g, &fresh, &fresh, SEC_NS + WINDOW_NS, false, &second);
+        policy_trial_step(&p, g, &second, &second, SEC_NS + 2 * WINDOW_NS, false, &after);
         assert_int_equal(after.trial.windows, TRIAL_BURN_IN_WINDOWS);
         assert_int_equal(after.trial.measure, TRIAL_BY_BYTES);
         /* A re-check keeps its verdict's measure, whatever the kernel's first window shows. */
@@ -1004,7 +1004,7 @@ static void test_trial_measure_change(void **state) {
         recheck.trial.recheck = true;
         g->util = 1.5;
         PlanGroup rechecked = recheck;
-        policy_trial_step(&p, g, &recheck, SEC_NS + 2 * WINDOW_NS, false, &rechecked);
+        policy_trial_step(&p, g, &recheck, &recheck, SEC_NS + 2 * WINDOW_NS, false, &rechecked);
         assert_int_equal(rechecked.trial.windows, TRIAL_BURN_IN_WINDOWS);
         assert_int_equal(rechecked.trial.measure, TRIAL_BY_HANDOFFS);
         scenario_done(&s);
@@ -1050,10 +1050,14 @@ static void test_trial_revert_and_backoff(void **state) {
         uint64_t retry = pg_of(plan, g)->trial.retry_ns;
         assert_int_equal(retry, now + 30 * SEC_NS);
 
-        /* Spread again: not tried before the back-off ends, past any dwell. */
-        for (now += SEC_NS; now < retry; now += SEC_NS) {
+        /* Spread again: not tried before the back-off ends, past any dwell, nor
+         * after a tick in which it looked solo (a stream's wakeups fall). */
+        for (unsigned k = 1; now + SEC_NS < retry; k++) {
+                now += SEC_NS;
+                g->class = k == 2 ? GROUP_SOLO : GROUP_PAIR;
                 plan = switch_tick(&s, g, &p, plan, now, &loses, &kernel);
                 assert_false(pg_of(plan, g)->managed);
+                assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_REVERTED);
         }
         assert_non_null(strstr(pg_of(plan, g)->reason, "not tried again"));
 
@@ -1064,6 +1068,12 @@ static void test_trial_revert_and_backoff(void **state) {
         assert_int_equal(pg_of(plan, g)->trial.reverts, 2);
         retry = pg_of(plan, g)->trial.retry_ns;
         assert_int_equal(retry, now + 60 * SEC_NS);
+        g->class = GROUP_SOLO;
+        plan = switch_tick(&s, g, &p, plan, now + SEC_NS, &loses, &kernel);
+        g->class = GROUP_PAIR;
+        plan = switch_tick(&s, g, &p, plan, now + 2 * SEC_NS, &loses, &kernel);
+        assert_false(pg_of(plan, g)->managed);
+        assert_int_equal(pg_of(plan, g)->trial.reverts, 2);
         plan = switch_tick(&s, g, &p, plan, retry - SEC_NS, &loses, &kernel);
         assert_false(pg_of(plan, g)->managed);
 
