@@ -27,6 +27,15 @@ workload printed within the rest of it; bench.py judges the blocks as it
 judges runs: per repetition, each configuration against the kernel's block
 of the same repetition.
 
+How long a block: the host drifts over seconds (sysbench threads alone,
+1 s figures: lag-1 autocorrelation 0.75), so shorter blocks pair better,
+down to what placed's start and the previous placed's stop need left out.
+Where placed places nothing (threads, pgbench -c 8), --block 5
+--block-settle 1.5 gave verdicts of power 0.93-0.98 at 60 repetitions,
+where 8 s blocks had 0.35-0.39 at 24 (docs/benchmarks.md, "what watching
+costs"). Where placed tries the workload, a block holds a trial, which a
+shorter block weighs more: the default stays 8 s, 2 s left out.
+
 What it does not measure: what placed does in the first seconds of a
 workload's life (the separate runs and time to place measure that), and the
 ceiling (no hand pinning under a running workload).
