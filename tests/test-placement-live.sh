@@ -39,6 +39,32 @@ pair_verdicts() { grep -E "Keeping pair group|Handing pair group .*: pair: place
 verdict_interval() { echo "$1" | sed -nE 's/.*[ (]([0-9.]+)x \[([0-9.]+)-([0-9.]+).*/\1 \2 \3/p'; }
 # pair_verdicts_at_least LOG N: N verdicts or more.
 pair_verdicts_at_least() { [ "$(pair_verdicts "$1" | wc -l)" -ge "$2" ]; }
+# pair_handoffs: the pair's hand-offs so far, both tasks' context switches (packed,
+# a wakee preempts its waker before it blocks: those count as not voluntary).
+pair_handoffs() {
+    awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }' \
+        "/proc/$pair_parent/status" "/proc/$pair_child/status"
+}
+# host_packing_gain: what packing the pair gains on this host now, measured by
+# hand while placed leaves it alone (its back-off): its hand-offs pinned to one
+# CPU over those on every CPU, in 0.4 s windows, ABBA, 4 of each, printed as a
+# ratio "R.RR"; the pair is left on every CPU.
+host_packing_gain() {
+    local k a b packed=0 spread=0 cpu=${all%%[,-]*}
+    for k in 0 1 2 3 4 5 6 7; do
+        if (((k + k / 2) % 2)); then
+            taskset -pc "$cpu" "$pair_parent" >/dev/null && taskset -pc "$cpu" "$pair_child" >/dev/null
+        else
+            taskset -pc "$all" "$pair_parent" >/dev/null && taskset -pc "$all" "$pair_child" >/dev/null
+        fi
+        a=$(pair_handoffs)
+        sleep 0.4
+        b=$(pair_handoffs)
+        if (((k + k / 2) % 2)); then packed=$((packed + b - a)); else spread=$((spread + b - a)); fi
+    done
+    taskset -pc "$all" "$pair_parent" >/dev/null && taskset -pc "$all" "$pair_child" >/dev/null
+    awk -v p="$packed" -v s="$spread" 'BEGIN { printf "%.2f", (s > 0 ? p / s : 0) }'
+}
 
 step_pack_and_sigterm() {
     pair_start
@@ -60,7 +86,11 @@ step_pack_and_sigterm() {
     # host can slow the packed windows of a whole trial (a loaded machine);
     # then placed hands it back, as a loss or a tie, and tries again after
     # its back-off. So each verdict must agree with its own figures, and on a
-    # real CPU the pair must be kept by its third trial. Under emulation (qemu
+    # real CPU the pair must be kept by its third trial, unless the host
+    # gives packing no gain at that time: then the test pins the pair by hand
+    # in the back-off after the third (the kernel can keep a lockstep pair on
+    # one CPU itself; seen in CI under ASan: three ties, 0.97-0.99x, the pair
+    # running 0.95-0.99 CPUs' worth on either side). Under emulation (qemu
     # TCG, PLACED_PACKING_MAY_LOSE=1) a lockstep pair may not gain at all: a
     # verdict against it that agrees with its figures ends the check.
     # A verdict takes 6 to 18 windows (the first pair is not weighed).
@@ -83,8 +113,15 @@ step_pack_and_sigterm() {
             [[ $verdict == *"no clear gain"* ]] || fail "1. handed back for what? $verdict"
         fi
         [ -z "${PLACED_PACKING_MAY_LOSE:-}" ] || break
-        [ "$n" -lt 3 ] || fail "1. a lockstep pair was handed back in three trials: $(pair_verdicts "$log")"
         ok "1. trial $n handed the pair back: ${verdict#*: }"
+        if [ "$n" -eq 3 ]; then
+            # Within the back-off (2 s after a third revert, and the 5 s dwell).
+            local by_hand
+            by_hand=$(host_packing_gain)
+            awk -v r="$by_hand" 'BEGIN { exit !(r < 1.1) }' ||
+                fail "1. a lockstep pair was handed back in three trials, yet pinned by hand now it makes ${by_hand}x the hand-offs: $(pair_verdicts "$log")"
+            ok "1. three trials handed the pair back, and the host gives packing no gain now: pinned by hand, ${by_hand}x the hand-offs left to the kernel"
+        fi
     done
     ok "1. trial verdict: ${verdict#*: }"
     # Each window's figure is logged at debug level, the side it ran on named.
