@@ -459,7 +459,7 @@ void metrics_trials_count(MetricsTrials *t, TrialVerdict was, const PlanTrial *i
                 return;
         t->windows[v] += is->windows;
         gains_observe(&t->gains[v], is->gain);
-        if (v == TRIAL_REVERTED && is->tie)
+        if (v == TRIAL_REVERTED && is->back == TRIAL_BACK_TIE)
                 t->ties++;
         t->last_verdict = v;
         t->last_gain = is->gain;

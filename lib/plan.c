@@ -38,6 +38,28 @@ static const char *const trial_arm_table[_TRIAL_ARM_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(trial_arm, TrialArm);
 
+static const char *const trial_back_table[_TRIAL_BACK_MAX] = {
+        [TRIAL_BACK_WORSE] = "worse",
+        [TRIAL_BACK_WAITED] = "waited",
+        [TRIAL_BACK_SQUEEZED] = "squeezed",
+        [TRIAL_BACK_TIE] = "tie",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(trial_back, TrialBack);
+
+const char *trial_back_words(TrialBack b) {
+        switch (b) {
+        case TRIAL_BACK_WAITED:
+                return "it waited for the CPU past the budget";
+        case TRIAL_BACK_SQUEEZED:
+                return "its tasks were squeezed (max_run_loss_pct)";
+        case TRIAL_BACK_TIE:
+                return "it showed no clear gain (keep_pct)";
+        default:
+                return "it did worse";
+        }
+}
+
 static const char *const plan_slice_table[_PLAN_SLICE_MAX] = {
         [PLAN_SLICE_SYSTEM] = "system.slice",
         [PLAN_SLICE_USER] = "user.slice",

@@ -93,6 +93,24 @@ const char *trial_measure_to_string(TrialMeasure m);
 /* Return: the TrialMeasure named s, or -EINVAL. */
 int trial_measure_from_string(const char *s);
 
+/* Why a trial handed its group back (TRIAL_REVERTED): what its reasons say,
+ * in the back-off too. */
+typedef enum TrialBack {
+        TRIAL_BACK_WORSE,    /* the interval lay wholly below keep_pct */
+        TRIAL_BACK_WAITED,   /* it waited for the CPU past the run-queue budget */
+        TRIAL_BACK_SQUEEZED, /* its tasks lost run time while waiting more (max_run_loss_pct) */
+        TRIAL_BACK_TIE,      /* after max_ticks: no clear gain, no clear loss */
+        _TRIAL_BACK_MAX,
+} TrialBack;
+
+/* "worse", "waited", "squeezed", "tie"; NULL out of range. */
+const char *trial_back_to_string(TrialBack b);
+/* Return: the TrialBack named s, or -EINVAL. */
+int trial_back_from_string(const char *s);
+/* Why, in the words of the reasons ("it did worse", ...): at the verdict, all
+ * through the back-off, and in placectl explain. */
+const char *trial_back_words(TrialBack b);
+
 /* Which side of a switchback a trial's window runs. */
 typedef enum TrialArm {
         TRIAL_ARM_PLACED, /* the placement applied */
@@ -130,7 +148,7 @@ typedef struct PlanTrial {
         double gain_hi;
         TrialSide placed;    /* the placement's windows */
         TrialSide kernel;    /* the kernel's windows */
-        bool tie;            /* handed back at max_ticks: no clear gain, no clear loss */
+        TrialBack back;      /* reverted: why */
         unsigned reverts;    /* in a row: each doubles the back-off */
         uint64_t retry_ns;   /* after a revert: not tried again before this */
         unsigned checks;     /* re-checks that kept it, in a row: each doubles the next wait */

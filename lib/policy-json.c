@@ -66,7 +66,9 @@ static json_object *trial_to_json(const PlanTrial *t) {
         json_object_object_add(o, "gain_hi", json_object_new_double(t->gain_hi));
         json_object_object_add(o, "placed", trial_side_to_json(&t->placed));
         json_object_object_add(o, "kernel", trial_side_to_json(&t->kernel));
-        json_object_object_add(o, "tie", json_object_new_boolean(t->tie));
+        if (t->verdict == TRIAL_REVERTED)
+                json_object_object_add(o, "back",
+                                       json_object_new_string(trial_back_to_string(t->back)));
         json_object_object_add(o, "reverts", json_object_new_int((int)t->reverts));
         json_object_object_add(o, "retry_ns", json_object_new_uint64(t->retry_ns));
         json_object_object_add(o, "checks", json_object_new_int((int)t->checks));
@@ -222,7 +224,10 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         int verdict = trial_verdict_from_string(json_object_get_string(v));
         int measure = get_enum(tr, "measure", trial_measure_from_string, TRIAL_BY_HANDOFFS);
         int arm = get_enum(tr, "arm", trial_arm_from_string, TRIAL_ARM_PLACED);
-        if (verdict < 0 || measure < 0 || arm < 0)
+        /* Earlier plans said only "tie". */
+        int back = get_enum(tr, "back", trial_back_from_string,
+                            get_bool(tr, "tie") ? TRIAL_BACK_TIE : TRIAL_BACK_WORSE);
+        if (verdict < 0 || measure < 0 || arm < 0 || back < 0)
                 return -EINVAL;
         t->verdict = (TrialVerdict)verdict;
         t->measure = (TrialMeasure)measure;
@@ -239,7 +244,7 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         t->gain_hi = get_double(tr, "gain_hi");
         trial_side_from_json(tr, "placed", &t->placed);
         trial_side_from_json(tr, "kernel", &t->kernel);
-        t->tie = get_bool(tr, "tie");
+        t->back = (TrialBack)back;
         t->reverts = MIN(get_count(tr, "reverts"), 64u);
         (void)get_u64(tr, "retry_ns", &t->retry_ns);
         t->checks = MIN(get_count(tr, "checks"), 64u);

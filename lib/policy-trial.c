@@ -184,9 +184,10 @@ bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) 
 }
 
 /* Hands the group back after a verdict against it. */
-static void trial_revert(const Profile *p, PlanTrial *t, const char *cls, const char *why,
+static void trial_revert(const Profile *p, PlanTrial *t, const char *cls, TrialBack why,
                          uint64_t now_ns, PlanGroup *pg) {
         t->verdict = TRIAL_REVERTED;
+        t->back = why;
         t->arm = TRIAL_ARM_PLACED;
         t->reverts++;
         t->checks = 0;
@@ -196,7 +197,7 @@ static void trial_revert(const Profile *p, PlanTrial *t, const char *cls, const 
                               "%s: placed, %s (%.2fx [%.2f-%.2f] the %s/s left to the kernel "
                               "over %u windows; ran %.2f -> %.2f CPUs, run-queue delay %.0f -> "
                               "%.0f us); handed back, not tried again for %" PRIu64 " s",
-                              cls, why, t->gain, t->gain_lo, t->gain_hi,
+                              cls, trial_back_words(why), t->gain, t->gain_lo, t->gain_hi,
                               trial_measure_to_string(t->measure), t->windows, t->kernel.util,
                               t->placed.util, t->kernel.delay_us, t->placed.delay_us,
                               (uint64_t)(backoff / 1000000000ULL));
@@ -218,11 +219,11 @@ static void trial_judge(const Profile *p, PlanTrial *t, const char *cls, uint64_
                         t->placed.wait > t->kernel.wait;
 
         if (t->gain_hi < keep)
-                trial_revert(p, t, cls, "it did worse", now_ns, pg);
+                trial_revert(p, t, cls, TRIAL_BACK_WORSE, now_ns, pg);
         else if (waits)
-                trial_revert(p, t, cls, "it waited for the CPU past the budget", now_ns, pg);
+                trial_revert(p, t, cls, TRIAL_BACK_WAITED, now_ns, pg);
         else if (squeezed)
-                trial_revert(p, t, cls, "its tasks were squeezed (max_run_loss_pct)", now_ns, pg);
+                trial_revert(p, t, cls, TRIAL_BACK_SQUEEZED, now_ns, pg);
         else if (t->gain_lo > keep) {
                 t->verdict = TRIAL_KEPT;
                 t->arm = TRIAL_ARM_PLACED;
@@ -232,9 +233,7 @@ static void trial_judge(const Profile *p, PlanTrial *t, const char *cls, uint64_
                 t->kept_rate = t->placed.rate;
                 t->kept_wait = t->placed.wait;
         } else if (last) {
-                t->tie = true;
-                trial_revert(p, t, cls, "no clear gain (keep_pct wants the interval above it)",
-                             now_ns, pg);
+                trial_revert(p, t, cls, TRIAL_BACK_TIE, now_ns, pg);
         }
 }
 
@@ -263,11 +262,11 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *memory
                 if (t.verdict == TRIAL_REVERTED && now_ns < t.retry_ns) {
                         plan_group_set_reason(
                                 pg,
-                                "%s: placed, it %s (%.2fx [%.2f-%.2f] the %s/s left to the "
+                                "%s: placed, %s (%.2fx [%.2f-%.2f] the %s/s left to the "
                                 "kernel over %u windows); not tried again for %" PRIu64
                                 " s after that",
-                                cls, t.tie ? "showed no clear gain" : "did worse", t.gain,
-                                t.gain_lo, t.gain_hi, trial_measure_to_string(t.measure), t.windows,
+                                cls, trial_back_words(t.back), t.gain, t.gain_lo, t.gain_hi,
+                                trial_measure_to_string(t.measure), t.windows,
                                 (uint64_t)(trial_backoff_ns(p, t.reverts) / 1000000000ULL));
                         plan_group_leave(pg);
                         pg->trial = t;

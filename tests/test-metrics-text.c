@@ -479,7 +479,7 @@ static void test_trials_count(void **state) {
 
         /* a tie at 1.0 (in le="1.0"), a loss at 0.5 (le="0.5"), a 5x gain (+Inf) */
         p = trial(TRIAL_REVERTED, 16, 1.0);
-        p.tie = true;
+        p.back = TRIAL_BACK_TIE;
         metrics_trials_count(&t, TRIAL_RUNNING, &p);
         p = trial(TRIAL_REVERTED, 4, 0.5);
         metrics_trials_count(&t, TRIAL_RUNNING, &p);
@@ -487,7 +487,7 @@ static void test_trials_count(void **state) {
         metrics_trials_count(&t, TRIAL_RUNNING, &p);
         /* a tie already counted: no change of verdict, not counted again */
         p = trial(TRIAL_REVERTED, 16, 1.0);
-        p.tie = true;
+        p.back = TRIAL_BACK_TIE;
         metrics_trials_count(&t, TRIAL_REVERTED, &p);
         /* a gain that is no number: its windows count, the histogram stays whole */
         p = trial(TRIAL_REVERTED, 2, 0.0 / 0.0);

@@ -603,7 +603,11 @@ static void test_trial_noise(void **state) {
                 assert_true(pg->trial.gain_lo <= pg->trial.gain);
                 assert_true(pg->trial.gain <= pg->trial.gain_hi);
                 assert_int_equal(pg->managed, tc->expect == TRIAL_KEPT);
-                assert_int_equal(pg->trial.tie, tc->reason && strstr(tc->reason, "no clear"));
+                if (tc->expect == TRIAL_REVERTED)
+                        assert_string_equal(trial_back_to_string(pg->trial.back),
+                                            strstr(tc->reason, "no clear") ? "tie"
+                                            : strstr(tc->reason, "budget") ? "waited"
+                                                                           : "worse");
                 if (tc->reason)
                         assert_non_null(strstr(pg->reason, tc->reason));
                 /* Replayed, the same windows give the same verdict, to the bit. */
@@ -685,12 +689,16 @@ static void test_trial_squeezed(void **state) {
                 plan_free(back);
                 if (tc->expect == TRIAL_REVERTED) {
                         assert_non_null(strstr(pg->reason, "squeezed"));
-                        /* Spread again, busy as before: not tried before its back-off. */
+                        assert_int_equal(pg->trial.back, TRIAL_BACK_SQUEEZED);
+                        /* Spread again, busy as before: not tried before its back-off,
+                         * whose reason still says why (not "did worse": it did not). */
                         uint64_t retry = pg->trial.retry_ns;
                         assert_int_equal(retry, now + 30 * SEC_NS);
                         for (now += SEC_NS; now < retry; now += SEC_NS) {
                                 plan = switch_tick(&s, g, &p, plan, now, &placed, &kernel);
                                 assert_false(pg_of(plan, g)->managed);
+                                assert_non_null(strstr(pg_of(plan, g)->reason, "squeezed"));
+                                assert_null(strstr(pg_of(plan, g)->reason, "did worse"));
                         }
                         plan = switch_tick(&s, g, &p, plan, retry, &placed, &kernel);
                         assert_true(pg_of(plan, g)->managed); /* tried once more */
@@ -899,7 +907,7 @@ static void test_trial_recheck_undecided(void **state) {
         assert_true(t->recheck);
         assert_true(t->drifted);
         assert_int_equal(t->verdict, TRIAL_REVERTED);
-        assert_true(t->tie);
+        assert_int_equal(t->back, TRIAL_BACK_TIE);
         assert_false(pg->managed);
         assert_int_equal(t->checks, 0);
         assert_int_equal(t->retry_ns, now + p.trial_backoff_ms * (uint64_t)1000000);
@@ -1693,6 +1701,26 @@ static void test_json_round_trip(void **state) {
         assert_int_equal(back->groups[0].seen_ns, SEC_NS);
         assert_non_null(strstr(json, "\"seen_ns\":1000000000"));
         assert_int_equal(plan_from_json("{\"groups\": 3}", &back), -EINVAL);
+
+        /* Why a trial handed back: "back"; a plan that says only "tie" (before it)
+         * reads as a tie; a "back" placed does not know is bad input. */
+        {
+                _cleanup_free_ char *text = NULL;
+                plan->groups[0].trial =
+                        (PlanTrial){ .verdict = TRIAL_REVERTED, .back = TRIAL_BACK_TIE };
+                assert_int_equal(plan_to_json(plan, &text), 0);
+                char *at = strstr(text, "\"back\":\"tie\"");
+                assert_non_null(at);
+                Plan *old = NULL, *bad = NULL;
+                memcpy(at, "\"tie\":true  ", strlen("\"back\":\"tie\""));
+                assert_int_equal(plan_from_json(text, &old), 0);
+                assert_int_equal(old->groups[0].trial.back, TRIAL_BACK_TIE);
+                plan_free(old);
+                memcpy(at, "\"back\":\"wow\"", strlen("\"back\":\"tie\""));
+                assert_int_equal(plan_from_json(text, &bad), -EINVAL);
+                assert_null(bad);
+                plan->groups[0].trial = (PlanTrial){ 0 };
+        }
         assert_int_equal(plan_from_json("not json", &back), -EINVAL);
 
         PolicySnapshot snap = { .topology = (char *)"tests/fixtures/topo-epyc2s",
