@@ -114,7 +114,7 @@ prefixes='act_|actuator_|actuators_|affinity_result_|array_grow$|config_|cpuset_
 prefixes+='energy_|fileio_|follow_|group_|idle_|ini_line_|journal_|kernel_feature|metrics_|news_|'
 prefixes+='pair_placement_|pid_ns_|placed_bus_|plan_|policy_|proc_events_|profile_|'
 prefixes+='read_small_file|restore_|rule_|rules_|slice_backend_|spread_placement_|task_|tick_|topo_|'
-prefixes+='trial_arm_|trial_measure_|trial_verdict_|u64map_|wake_'
+prefixes+='trial_arm_|trial_back_|trial_measure_|trial_verdict_|u64map_|wake_'
 # "LIB:OBJECT.o:ADDRESS T NAME" -> "OBJECT.o NAME"; names with "__" in front
 # are the toolchain's (ASan's __odr_asan.NAME beside each global).
 awk 'NF == 3 && $3 !~ /^__/ { n = split($1, p, ":"); print p[n - 1], $3 }' "$T/nm" |
