@@ -829,17 +829,17 @@ static void explain_trial(const PlanTrial *t, char *buf, size_t size) {
                 return;
         }
         const char *unit = trial_measure_to_string(t->measure);
+        char back[96] = "";
+        if (t->verdict == TRIAL_REVERTED)
+                snprintf(back, sizeof(back), "; %s, so handed back", trial_back_words(t->back));
         int n = snprintf(buf, size, " %s %s", t->recheck ? "Re-check" : "Trial",
                          trial_verdict_to_string(t->verdict));
         if (n > 0 && (size_t)n < size && t->pairs > 0)
                 snprintf(buf + n, size - (size_t)n,
                          ": %.2fx [%.2f-%.2f, 95%%] over %u windows (%.0f %s/s and %.0f us "
-                         "run-queue delay placed, %.0f %s/s and %.0f us left to the kernel)%s%s%s.",
+                         "run-queue delay placed, %.0f %s/s and %.0f us left to the kernel)%s.",
                          t->gain, t->gain_lo, t->gain_hi, t->windows, t->placed.rate, unit,
-                         t->placed.delay_us, t->kernel.rate, unit, t->kernel.delay_us,
-                         t->verdict == TRIAL_REVERTED ? "; " : "",
-                         t->verdict == TRIAL_REVERTED ? trial_back_words(t->back) : "",
-                         t->verdict == TRIAL_REVERTED ? ", so handed back" : "");
+                         t->placed.delay_us, t->kernel.rate, unit, t->kernel.delay_us, back);
         else if (n > 0 && (size_t)n < size)
                 snprintf(buf + n, size - (size_t)n, ": switchback not measured yet.");
 }
