@@ -917,6 +917,70 @@ static void test_trial_recheck_undecided(void **state) {
 }
 
 /*
+ * A stream whose pinning stops paying: the iperf3 stream kept on the
+ * haltpoll guest (3.3 GB/s packed, 2.0 spread) meets the host of the guest
+ * without a cpuidle driver, where packed it moves 1.6 GB/s and spread
+ * still 2.0. Its bytes leave recheck_drift_pct (50) of its verdict's at the
+ * next tick; the re-check weighs bytes, as its verdict did (its handoffs,
+ * 52k packed against 40k spread, would read as a gain), and hands it back
+ * as worse within two seconds of the drift, with the back-off.
+ */
+static void test_trial_recheck_stream(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        Fig placed = { 11200, 1.0, 0.5, 5, 3.3e9 };
+        Fig kernel = { 40000, 1.6, 0.05, 5, 2.0e9 };
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 1.6, NULL);
+        g->io_rate = kernel.bytes;
+        g->handoff_rate = kernel.rate;
+        Plan *plan = NULL;
+        uint64_t now = SEC_NS;
+        (void)run_trial(&s, g, &p, &plan, &now, &placed, &kernel);
+        const PlanTrial *t = &pg_of(plan, g)->trial;
+        assert_int_equal(t->verdict, TRIAL_KEPT);
+        assert_int_equal(t->measure, TRIAL_BY_BYTES);
+        assert_true(fabs(t->kept_rate - 3.3e9) < 1.0);
+        uint64_t verdict = now;
+
+        /* Steady for ten seconds: kept, no re-check. */
+        for (now += SEC_NS; now <= verdict + 10 * SEC_NS; now += SEC_NS) {
+                plan = switch_tick(&s, g, &p, plan, now, &placed, &kernel);
+                assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
+        }
+
+        Fig slow_placed = { 52000, 1.0, 0.5, 5, 1.6e9 };
+        uint64_t drift = now;
+        plan = switch_tick(&s, g, &p, plan, drift, &slow_placed, &kernel);
+        t = &pg_of(plan, g)->trial;
+        assert_int_equal(t->verdict, TRIAL_RUNNING);
+        assert_true(t->recheck);
+        assert_true(t->drifted);
+        assert_int_equal(t->measure, TRIAL_BY_BYTES);
+        unsigned k = 0;
+        while (pg_of(plan, g)->trial.verdict == TRIAL_RUNNING && k < 100) {
+                now += WINDOW_NS;
+                plan = switch_tick(&s, g, &p, plan, now, &slow_placed, &kernel);
+                k++;
+        }
+        print_message("stream handed back %u windows after its drift\n", k);
+        const PlanGroup *pg = pg_of(plan, g);
+        t = &pg->trial;
+        assert_int_equal(t->verdict, TRIAL_REVERTED);
+        assert_int_equal(t->back, TRIAL_BACK_WORSE);
+        assert_int_equal(t->measure, TRIAL_BY_BYTES);
+        assert_true(fabs(t->gain - 1.6 / 2.0) < 1e-6);
+        assert_false(pg->managed);
+        assert_true(now - drift <= 2 * SEC_NS);
+        assert_int_equal(k, TRIAL_BURN_IN_WINDOWS + p.trial_ticks); /* 0.6 s at quick ticks */
+        assert_int_equal(t->retry_ns, now + p.trial_backoff_ms * (uint64_t)1000000);
+        assert_non_null(strstr(pg->reason, "did worse"));
+        assert_non_null(strstr(pg->reason, "bytes/s"));
+        plan_free(plan);
+        scenario_done(&s);
+}
+
+/*
  * [pair] min_wakeups_per_sec (50): a pair waking each other 20 times a
  * second is left to the kernel, saying why; at 60 it is placed, and once
  * placed it stays down to half of it (40), after the dwell too, and is
@@ -2414,6 +2478,7 @@ int main(void) {
                 cmocka_unit_test(test_trial_by_bytes),
                 cmocka_unit_test(test_trial_recheck),
                 cmocka_unit_test(test_trial_recheck_undecided),
+                cmocka_unit_test(test_trial_recheck_stream),
                 cmocka_unit_test(test_trial_measure_change),
                 cmocka_unit_test(test_pair_min_wake_rate),
                 cmocka_unit_test(test_trial_noise),
