@@ -43,6 +43,8 @@
  *     SamplerSkipped t    wakeups not attributed (hard IRQ, idle, kernel
  *                         threads, exited tasks)                          poll it
  *     SamplerLost    t    wakeups lost (full maps or rings)               poll it
+ *     SamplerResting b    the BPF sampler rests (wake-rest.h)              poll it
+ *     SamplerRestedUSec t how long it has rested since start              poll it
  *     CapacitySource s    what told the CPUs' capacities apart: "none", "cpu_capacity",
  *                         "cppc", "pmu" (lib/topology.h)                  const
  *     Asymmetric    b     the CPUs differ in kind or capacity             const
@@ -732,6 +734,17 @@ static int property_get_sampler_counter(sd_bus *bus, const char *path, const cha
         return sd_bus_message_append(reply, "t", v);
 }
 
+static int property_get_sampler_rest(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        double seconds;
+        bool resting = manager_sampler_rested(m, &seconds);
+        if (strcmp(property, "SamplerResting") == 0)
+                return sd_bus_message_append(reply, "b", resting);
+        return sd_bus_message_append(reply, "t", (uint64_t)(seconds * USEC_PER_SEC));
+}
+
 static int property_get_tick_stages(sd_bus *bus, const char *path, const char *interface,
                                     const char *property, sd_bus_message *reply, void *userdata,
                                     sd_bus_error *error) {
@@ -812,6 +825,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("SamplerSoftirqWakeups", "t", property_get_sampler_counter, 0, 0),
         SD_BUS_PROPERTY("SamplerSkipped", "t", property_get_sampler_counter, 0, 0),
         SD_BUS_PROPERTY("SamplerLost", "t", property_get_sampler_counter, 0, 0),
+        SD_BUS_PROPERTY("SamplerResting", "b", property_get_sampler_rest, 0, 0),
+        SD_BUS_PROPERTY("SamplerRestedUSec", "t", property_get_sampler_rest, 0, 0),
         /* The topology is read once, at start. */
         SD_BUS_PROPERTY("CapacitySource", "s", property_get_capacity_source, 0, CONST),
         SD_BUS_PROPERTY("Asymmetric", "b", property_get_asymmetric, 0, CONST),

@@ -107,6 +107,7 @@ static void metrics_gather(const Manager *m, MetricsFigures *f) {
                 .capacity_source = m->topo ? m->topo->capacity_source : TOPO_CAPACITY_NONE,
         };
         memcpy(f->trial_verdicts, m->n_trial_verdicts, sizeof(f->trial_verdicts));
+        f->sampler_resting = manager_sampler_rested(m, &f->sampler_rested_seconds);
 
         for (unsigned i = 0; i < m->n_groups; i++) {
                 const PlanGroup *pg = manager_group_decision(m, m->groups[i].id);

@@ -817,6 +817,11 @@ double manager_sampler_ns_per_wakeup(const Manager *m) {
         return pipeline_sampler_ns_per_wakeup(m->pipeline);
 }
 
+bool manager_sampler_rested(const Manager *m, double *ret_seconds) {
+        assert(m);
+        return pipeline_sampler_rested(m->pipeline, ret_seconds);
+}
+
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id) {
         assert(m);
         return plan_find_group(pipeline_plan(m->pipeline), id);

@@ -228,6 +228,8 @@ const IdleCpuStats *manager_cpu_stats(const Manager *m, const IdleSampler **ret_
                                       unsigned *ret_n);
 void manager_energy(const Manager *m, EnergyEstimate *ret_estimate, double *ret_rapl_watts);
 double manager_sampler_ns_per_wakeup(const Manager *m);
+/* Return: whether the wake sampler rests now; *ret_seconds: how long it has rested in all. */
+bool manager_sampler_rested(const Manager *m, double *ret_seconds);
 
 /* Return: the last tick's decision for group id (placement, reason, trial), or NULL. */
 const PlanGroup *manager_group_decision(const Manager *m, uint64_t id);

@@ -60,6 +60,7 @@
 #include "task-facts.h"
 #include "tick-sample.h"
 #include "wake-graph.h"
+#include "wake-rest.h"
 #include "wake-source.h"
 
 #define PIPELINE_NOTES_READ 64 /* notes taken from the source at once */
@@ -90,6 +91,8 @@ struct Pipeline {
 
         ProcEvents *procev; /* NULL: exits are noticed on the tick only */
         uint64_t n_adopted; /* children that inherited a mask placed set */
+
+        WakeRest rest; /* when the sampler watches the wake path (wake-rest.h) */
 };
 
 static int pipeline_open_actuators(Pipeline *p, const PipelineEnv *env) {
@@ -216,8 +219,63 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
         }
 }
 
+/* The kernel threads' parent, in the initial PID namespace the proc connector speaks. */
+#define KTHREADD_PID 2
+
+/* The tick's clock (the manager's): CLOCK_MONOTONIC. */
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* Watches the wake path again, or rests it, as wanted; a failure is retried next tick. */
+static void pipeline_rest_source(Pipeline *p, bool rest, WakeRestWhy why, uint64_t now_ns) {
+        if (rest == wake_source_resting(p->source))
+                return;
+        uint64_t t0 = monotonic_usec();
+        int r = wake_source_rest(p->source, rest, now_ns);
+        if (r < 0)
+                log_warning_errno(r, "Wake sampler: could not %s: %m",
+                                  rest ? "rest" : "watch again");
+        else
+                log_debug("Wake sampler: %s: %s (%s in %" PRIu64 " us).",
+                          rest ? "resting" : "watching", wake_rest_why_words(why),
+                          rest ? "detached" : "attached", monotonic_usec() - t0);
+}
+
+/*
+ * After a tick: rest the sampler, or watch again (wake-rest.h). Only a bpf
+ * source rests, and only where new tasks are heard of at once (the proc
+ * connector): without it a new pair would wait for a look.
+ */
+static void pipeline_rest(Pipeline *p, const PipelineEnv *env, bool needed, uint64_t now_ns) {
+        WakeRestConfig cfg = {
+                .after_usec = p->procev ? env->config->wake_rest_ms * USEC_PER_MSEC : 0,
+                .look_usec = env->config->wake_look_s * USEC_PER_SEC,
+        };
+        WakeRestWhy why;
+        if (!p->source || !wake_source_can_rest(p->source))
+                return;
+        bool rest = wake_rest_tick(&p->rest, &cfg, needed, now_ns / NSEC_PER_USEC, &why);
+        pipeline_rest_source(p, rest, why, now_ns);
+}
+
 static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         Pipeline *p = ASSERT_PTR(userdata);
+        /* A new task wakes the resting sampler, unless it is a kernel thread
+         * (kthreadd's child, a kworker), whose wakeups the sampler skips:
+         * the kernel starts kworkers every few seconds on an idle machine. */
+        if ((ev->type == PROC_EVENT_FORK || ev->type == PROC_EVENT_EXEC) && p->source &&
+            ev->parent_tgid != KTHREADD_PID && ev->tgid != KTHREADD_PID) {
+                uint64_t now =
+                        ev->timestamp_ns ? ev->timestamp_ns : monotonic_usec() * NSEC_PER_USEC;
+                if (wake_rest_task_created(&p->rest, now / NSEC_PER_USEC)) {
+                        log_debug("Wake sampler: task %d (process %d) was created.", (int)ev->pid,
+                                  (int)ev->tgid);
+                        pipeline_rest_source(p, false, WAKE_REST_CREATED, now);
+                }
+        }
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
                 news_forget(&p->news, ev->pid); /* its TID's next task is new */
@@ -315,6 +373,7 @@ int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
         }
         pipeline_open_source(p, env);
         pipeline_open_proc_events(p);
+        wake_rest_start(&p->rest, monotonic_usec());
         *ret = p;
         return 0;
 }
@@ -854,6 +913,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         bool quick_soon = news_pending(&p->news, &news, NULL) != NEWS_NONE;
         bool quick_wanted = quick_soon || news_quick_wanted(groups, n, plan, env->advise);
         bool settled = news_plan_settled(plan, env->advise);
+        pipeline_rest(p, env, quick_soon || wake_rest_needed(plan, env->advise), now_ns);
         pipeline_result(p, env, groups, n, plan, changes, ret);
         ret->quick_wanted = quick_wanted;
         ret->quick_soon = quick_soon;
@@ -886,6 +946,12 @@ const CpuLoad *pipeline_loads(const Pipeline *p, unsigned *ret_n) {
 
 const char *pipeline_wake_source(const Pipeline *p) {
         return p ? p->wake_source : "none";
+}
+
+bool pipeline_sampler_rested(const Pipeline *p, double *ret_seconds) {
+        uint64_t ns = p ? wake_source_rested_ns(p->source, monotonic_usec() * NSEC_PER_USEC) : 0;
+        *ret_seconds = (double)ns / 1e9;
+        return p && wake_source_resting(p->source);
 }
 
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p) {

@@ -127,6 +127,8 @@ const CpuLoad *pipeline_loads(const Pipeline *p, unsigned *ret_n);
 
 /* Sampler cost for status: BPF run time per wakeup (ns), 0 when unknown. */
 double pipeline_sampler_ns_per_wakeup(const Pipeline *p);
+/* Return: whether the wake sampler rests now; *ret_seconds: how long it has rested in all. */
+bool pipeline_sampler_rested(const Pipeline *p, double *ret_seconds);
 
 /* Per-CPU figures of the last tick (NULL, 0 before the second tick). */
 const IdleCpuStats *pipeline_idle_stats(const Pipeline *p, unsigned *ret_n);

@@ -315,6 +315,13 @@ void print_status_text(json_object *status, size_t n_groups, json_object *classe
                 printf(", %.0f ns/wakeup", ns);
         else if (strcmp(json_get_str(status, "WakeSource"), "bpf") == 0)
                 printf(", cost not measured (needs sysctl kernel.bpf_stats_enabled=1)");
+        json_object *resting;
+        if (json_object_object_get_ex(status, "SamplerResting", &resting) &&
+            strcmp(json_get_str(status, "WakeSource"), "bpf") == 0)
+                printf("\n      Resting: %s, %.0f s in all",
+                       json_object_get_boolean(resting) ? "now (nothing new, waiting or on trial)"
+                                                        : "no",
+                       json_get_double(status, "SamplerRestedUSec") / 1e6);
         printf("\n      Wakeups: %s attributed (%s in softirq), %s skipped, %s lost",
                json_get_str(status, "SamplerWakeups"),
                json_get_str(status, "SamplerSoftirqWakeups"),
@@ -357,6 +364,8 @@ json_object *status_to_json(json_object *status, json_object *classes, json_obje
                 { "SamplerSoftirqWakeups", "sampler_softirq_wakeups" },
                 { "SamplerSkipped", "sampler_skipped" },
                 { "SamplerLost", "sampler_lost" },
+                { "SamplerResting", "sampler_resting" },
+                { "SamplerRestedUSec", "sampler_rested_usec" },
                 { "Holds", "holds" },
                 { "Groups", "groups" },
                 { "PlacementChanges", "placement_changes" },

@@ -249,6 +249,8 @@ void config_defaults(Config *ret) {
         snprintf(ret->journal_dir, sizeof(ret->journal_dir), "%s", "/run/placed");
         ret->wake_source = WAKE_SOURCE_AUTO;
         ret->sample_period = 1;
+        ret->wake_rest_ms = 2000;
+        ret->wake_look_s = 10;
         ret->metrics_textfile[0] = '\0';
         ret->metrics_every_ticks = 15;
         ret->follow = FOLLOW_NONE;
@@ -517,6 +519,8 @@ static const ConfigItem config_items[] = {
         ITEM_ENUM("daemon", "wake_source", Config, wake_source, wake_source_kind,
                   .refused = 1u << WAKE_SOURCE_REPLAY),
         ITEM_UINT("daemon", "sample_period", Config, sample_period, 1, 1000000),
+        ITEM_UINT("daemon", "wake_rest_ms", Config, wake_rest_ms, 0, 3600000),
+        ITEM_UINT("daemon", "wake_look_s", Config, wake_look_s, 1, 3600),
         ITEM_ENUM("daemon", "follow", Config, follow, follow_kind),
         ITEM_STR("follow", "power-saver", config_parse_profile_name, Config, follow_map[0]),
         ITEM_STR("follow", "balanced", config_parse_profile_name, Config, follow_map[1]),

@@ -150,6 +150,8 @@ typedef struct Config {
         char journal_dir[256];
         WakeSourceKind wake_source;
         unsigned sample_period; /* perf fallback: one sample per N wakeups */
+        unsigned wake_rest_ms;  /* the sampler rests after this long with nothing new; 0 never */
+        unsigned wake_look_s;   /* resting, it looks again this often */
         FollowKind follow;
 
         /* [follow]: placed's profile for power-saver, balanced and performance */

@@ -234,6 +234,11 @@ static const Family fam_softirq = { "placed_sampler_softirq_wakeups", FAMILY_COU
 static const Family fam_sampler_cost = { "placed_sampler_seconds_per_wakeup", FAMILY_GAUGE, NULL,
                                          "The BPF sampler's run time per wakeup over the last "
                                          "tick; 0 when unknown (perf, or bpf_stats off)" };
+static const Family fam_resting = { "placed_sampler_resting", FAMILY_GAUGE, NULL,
+                                    "1 while the BPF sampler rests: nothing new, waiting or on "
+                                    "trial, its sched_waking program detached" };
+static const Family fam_rested = { "placed_sampler_rested_seconds", FAMILY_COUNTER, "seconds",
+                                   "Time the BPF sampler rested" };
 static const Family fam_cpu_time = { "placed_process_cpu_seconds", FAMILY_COUNTER, "seconds",
                                      "CPU time placed itself used, user and system" };
 static const Family fam_rss = { "placed_process_resident_memory_bytes", FAMILY_GAUGE, "bytes",
@@ -348,6 +353,8 @@ static void write_sampler(Writer *w, const MetricsFigures *f) {
         sample(w, &fam_wakeups, U(f->wakeups_lost), "result", "lost", NULL);
         sample(w, &fam_softirq, U(f->wakeups_softirq), NULL);
         sample(w, &fam_sampler_cost, f->sampler_ns_per_wakeup * 1e-9, NULL);
+        sample(w, &fam_resting, f->sampler_resting, NULL);
+        sample(w, &fam_rested, f->sampler_rested_seconds, NULL);
 }
 
 static void write_process(Writer *w, const MetricsFigures *f) {

@@ -118,6 +118,8 @@ typedef struct MetricsFigures {
 
         uint64_t wakeups_sampled, wakeups_softirq, wakeups_skipped, wakeups_lost;
         double sampler_ns_per_wakeup; /* 0 unknown */
+        bool sampler_resting;         /* its wake path's program detached (wake-rest.h) */
+        double sampler_rested_seconds;
 
         double process_cpu_seconds;
         uint64_t process_rss_bytes;

@@ -19,7 +19,7 @@
 void wake_batch_reset(WakeBatch *b) {
         b->n_tasks = b->n_edges = 0;
         b->n_events = b->n_skipped = b->n_lost = b->n_softirq = 0;
-        b->now_ns = 0;
+        b->now_ns = b->unwatched_ns = 0;
 }
 
 void wake_batch_done(WakeBatch *b) {

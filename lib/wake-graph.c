@@ -77,7 +77,8 @@ struct WakeGraph {
         U64Map *prev_size; /* group id -> members at the last update */
         uint32_t next_uid;
         uint64_t next_group_id;
-        uint64_t last_update_ns; /* 0 = never */
+        uint64_t last_update_ns;    /* 0 = never */
+        uint64_t pend_unwatched_ns; /* unwatched time the batches since the last update told */
         WakeGraphIngested ingested;
 };
 
@@ -231,6 +232,7 @@ int wake_graph_ingest(WakeGraph *g, const WakeBatch *b, uint64_t now_ns) {
         g->ingested.skipped += b->n_skipped;
         g->ingested.lost += b->n_lost;
 
+        g->pend_unwatched_ns += b->unwatched_ns;
         for (size_t k = 0; k < b->n_tasks; k++) {
                 const WakeTaskRecord *rec = &b->tasks[k];
                 if (rec->id.tid <= 0)
@@ -305,14 +307,24 @@ int wake_graph_task_exit(WakeGraph *g, pid_t tid) {
         return 1;
 }
 
-/* Drops idle tasks, then decays every edge, resolves its endpoints and drops dead ones. */
-static void decay_and_sweep(WakeGraph *g, uint64_t now_ns, uint64_t dt_ns) {
+/*
+ * Drops idle tasks, then decays every edge, resolves its endpoints and drops
+ * dead ones. Time the source did not watch (unwatched_ns of the interval
+ * dt_ns) neither ages nor decays anything: a rested sampler saw no
+ * wakeups, which says nothing of the tasks, so every rate stays what the
+ * last watched time made it and the groups stay as they were.
+ */
+static void decay_and_sweep(WakeGraph *g, uint64_t now_ns, uint64_t dt_ns, uint64_t unwatched_ns) {
+        uint64_t watched_ns = dt_ns - MIN(unwatched_ns, dt_ns);
         double h = (double)g->p.edge_half_life_ns;
-        double a = exp2(-(double)dt_ns / h), dt_s = (double)dt_ns / 1e9;
+        double a = exp2(-(double)watched_ns / h), dt_s = (double)watched_ns / 1e9;
 
         for (size_t i = g->n_tasks; i-- > 0;) {
-                g->tasks[i].out_rate = g->tasks[i].in_rate = 0;
-                if (g->tasks[i].last_seen_ns + g->p.task_idle_ns < now_ns)
+                WgTask *t = &g->tasks[i];
+                t->out_rate = t->in_rate = 0;
+                if (unwatched_ns)
+                        t->last_seen_ns = MIN(t->last_seen_ns + unwatched_ns, now_ns);
+                if (t->last_seen_ns + g->p.task_idle_ns < now_ns)
                         task_remove(g, i);
         }
 
@@ -325,13 +337,17 @@ static void decay_and_sweep(WakeGraph *g, uint64_t now_ns, uint64_t dt_ns) {
                         continue;
                 }
                 if (e->first_ns == 0)
-                        e->first_ns = MAX(now_ns - dt_ns, (uint64_t)1);
-                e->tick_rate = (double)e->pending / dt_s;
-                e->raw = a * e->raw + (1 - a) * e->tick_rate;
-                e->pending = 0;
-                double age = (double)(now_ns - e->first_ns);
-                double seen = 1 - exp2(-MAX(age, (double)dt_ns) / h);
-                e->rate = e->raw / seen;
+                        e->first_ns = MAX(now_ns - watched_ns, (uint64_t)1);
+                else if (unwatched_ns)
+                        e->first_ns = MIN(e->first_ns + unwatched_ns, now_ns);
+                if (watched_ns) {
+                        e->tick_rate = (double)e->pending / dt_s;
+                        e->raw = a * e->raw + (1 - a) * e->tick_rate;
+                        e->pending = 0;
+                        double age = (double)(now_ns - e->first_ns);
+                        double seen = 1 - exp2(-MAX(age, (double)watched_ns) / h);
+                        e->rate = e->raw / seen;
+                }
                 if (e->rate < g->p.edge_min_rate) {
                         edge_remove(g, i);
                         continue;
@@ -712,7 +728,8 @@ int wake_graph_update(WakeGraph *g, uint64_t now_ns, Group **ret_groups, unsigne
         unsigned n = 0;
         int r;
 
-        decay_and_sweep(g, now_ns, dt_ns);
+        decay_and_sweep(g, now_ns, dt_ns, g->pend_unwatched_ns);
+        g->pend_unwatched_ns = 0;
         g->last_update_ns = now_ns;
 
         r = scratch_alloc(&s, g->n_tasks);

@@ -247,6 +247,29 @@ static int bpf_attach_ordered(struct wake_bpf *skel) {
         return 0;
 }
 
+/*
+ * Rest: the sched_waking program detached, the rest attached as they were
+ * (the markers' programs are cheap: 0.989x of sysbench threads with all of
+ * them and no sched_waking program, docs/benchmarks.md). Attached again, it
+ * goes last, as bpf_attach_ordered() attaches it.
+ */
+static int bpf_source_rest(void *impl, bool rest) {
+        BpfWake *s = impl;
+        struct bpf_link **link = &s->skel->links.wake_sched_waking;
+        if (rest) {
+                (void)bpf_link__destroy(*link); /* closing its fd detaches it, whatever it says */
+                *link = NULL;
+                return 0;
+        }
+        if (*link)
+                return 0;
+        struct bpf_link *l = bpf_program__attach(s->skel->progs.wake_sched_waking);
+        if (!l)
+                return negative_errno();
+        *link = l;
+        return 0;
+}
+
 /* ring_buffer__consume()'s callback: keeps the note for wake_source_read_notes(). */
 static int bpf_on_note(void *ctx, void *data, size_t size) {
         BpfWake *s = ctx;
@@ -1033,4 +1056,5 @@ const WakeSourceOps wake_source_bpf_ops = {
         .watch = bpf_source_watch,
         .notes_fd = bpf_source_notes_fd,
         .read_notes = bpf_source_read_notes,
+        .rest = bpf_source_rest,
 };

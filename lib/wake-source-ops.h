@@ -46,6 +46,10 @@ typedef struct WakeSourceOps {
         /* The notes' fd and reader (wake_source_notes_fd()). NULL: no notes. */
         int (*notes_fd)(const void *impl);
         int (*read_notes)(void *impl, WakeNote *ret, size_t max);
+        /* Stops watching wakeups (rest) or starts again; everything else goes on
+         * (wake_source_rest()). Return: 0, or negative errno (nothing changed). NULL: the
+         * source cannot rest. */
+        int (*rest)(void *impl, bool rest);
 } WakeSourceOps;
 
 extern const WakeSourceOps wake_source_bpf_ops;

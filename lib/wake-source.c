@@ -20,6 +20,10 @@
 struct WakeSource {
         const WakeSourceOps *ops;
         void *impl; /* owned: the ops' object */
+        bool resting;
+        uint64_t rest_since_ns; /* resting: since then, or since the last read */
+        uint64_t unwatched_ns;  /* rested since the last read, before rest_since_ns */
+        uint64_t rested_ns;     /* rested in all, before rest_since_ns */
 };
 
 static const WakeSourceOps *source_ops(WakeSourceKind kind) {
@@ -172,7 +176,47 @@ const char *wake_source_name(const WakeSource *s) {
 int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret) {
         wake_batch_reset(ret);
         ret->now_ns = now_ns;
+        ret->unwatched_ns = s->unwatched_ns;
+        if (s->resting && now_ns > s->rest_since_ns) {
+                ret->unwatched_ns += now_ns - s->rest_since_ns;
+                s->rested_ns += now_ns - s->rest_since_ns;
+                s->rest_since_ns = now_ns;
+        }
+        s->unwatched_ns = 0;
         return s->ops->read(s->impl, now_ns, ret);
+}
+
+int wake_source_rest(WakeSource *s, bool rest, uint64_t now_ns) {
+        if (!s || !s->ops->rest)
+                return -EOPNOTSUPP;
+        if (rest == s->resting)
+                return 0;
+        int r = s->ops->rest(s->impl, rest);
+        if (r < 0)
+                return r;
+        if (rest)
+                s->rest_since_ns = now_ns;
+        else if (now_ns > s->rest_since_ns) {
+                s->unwatched_ns += now_ns - s->rest_since_ns;
+                s->rested_ns += now_ns - s->rest_since_ns;
+        }
+        s->resting = rest;
+        return 1;
+}
+
+uint64_t wake_source_rested_ns(const WakeSource *s, uint64_t now_ns) {
+        if (!s)
+                return 0;
+        return s->rested_ns +
+               (s->resting && now_ns > s->rest_since_ns ? now_ns - s->rest_since_ns : 0);
+}
+
+bool wake_source_can_rest(const WakeSource *s) {
+        return s && s->ops->rest;
+}
+
+bool wake_source_resting(const WakeSource *s) {
+        return s && s->resting;
 }
 
 int wake_source_get_cost(const WakeSource *s, WakeSourceCost *ret) {

@@ -31,6 +31,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -142,6 +143,29 @@ int wake_source_task(const WakeSource *s, pid_t tid, WakeTaskView *ret);
  * Return: 0, or -ENOMEM (the old set stays).
  */
 int wake_source_watch(WakeSource *s, const TaskId *ids, size_t n);
+
+/*
+ * wake_source_rest() - rest (true) or watch again (false). A resting bpf
+ * source has its sched_waking program detached: a program there costs a
+ * wake-heavy workload about 3% however little it does (docs/benchmarks.md,
+ * "what watching costs"). Its task iterator, interrupt markers and notes'
+ * ring stay; its reads carry no edges then, and tell how long of their
+ * interval it did not watch (WakeBatch.unwatched_ns), so that the wake
+ * graph holds still meanwhile. now_ns is on wake_source_read()'s clock.
+ *
+ * Return: 1 changed, 0 already so, -EOPNOTSUPP for a source that cannot
+ * rest (perf, replay), or the attach's negative errno (still resting).
+ */
+int wake_source_rest(WakeSource *s, bool rest, uint64_t now_ns);
+
+/* Return: whether s can rest (a bpf source). */
+bool wake_source_can_rest(const WakeSource *s);
+
+/* Return: how long s has rested in all, up to now_ns (0 for s NULL). */
+uint64_t wake_source_rested_ns(const WakeSource *s, uint64_t now_ns);
+
+/* Return: whether s rests now (never for s NULL). */
+bool wake_source_resting(const WakeSource *s);
 
 /* A note (wake.h's wake_note): a run of WAKE_NOTE_RUN wakeups of one edge on one CPU. */
 typedef struct WakeNote {

@@ -277,12 +277,15 @@ typedef struct WakeBatch {
         size_t n_tasks, n_tasks_alloc;
         WakeEdgeRecord *edges; /* one per (waker, wakee) */
         size_t n_edges, n_edges_alloc;
-        uint64_t n_events;  /* wakeups attributed (scaled) */
-        uint64_t n_skipped; /* wakeups not attributed: interrupt context, idle, kernel threads */
-        uint64_t n_lost;    /* wakeups lost: full maps, ring overflows */
-        uint64_t n_softirq; /* wakeups made in softirq context and attributed to the task
-                               current there, as record_wakee() does (bpf: as the program
-                               took them; userspace may still skip a few, see n_skipped) */
+        uint64_t n_events;     /* wakeups attributed (scaled) */
+        uint64_t n_skipped;    /* wakeups not attributed: interrupt context, idle, kernel threads */
+        uint64_t n_lost;       /* wakeups lost: full maps, ring overflows */
+        uint64_t n_softirq;    /* wakeups made in softirq context and attributed to the task
+                                  current there, as record_wakee() does (bpf: as the program
+                                  took them; userspace may still skip a few, see n_skipped) */
+        uint64_t unwatched_ns; /* of the interval since the previous read, how long the
+                                  source did not watch wakeups (it rested: see
+                                  wake_source_rest()); 0 for a source that never rests */
 } WakeBatch;
 
 void wake_batch_reset(WakeBatch *b);

@@ -176,6 +176,8 @@ static void assert_settings_equal(const Config *a, const Config *b) {
         assert_string_equal(a->journal_dir, b->journal_dir);
         assert_int_equal(a->wake_source, b->wake_source);
         assert_int_equal(a->sample_period, b->sample_period);
+        assert_int_equal(a->wake_rest_ms, b->wake_rest_ms);
+        assert_int_equal(a->wake_look_s, b->wake_look_s);
         assert_string_equal(a->metrics_textfile, b->metrics_textfile);
         assert_int_equal(a->metrics_every_ticks, b->metrics_every_ticks);
         assert_int_equal(a->follow, b->follow);
@@ -217,6 +219,8 @@ static void test_defaults(void **state) {
         assert_string_equal(c.journal_dir, "/run/placed");
         assert_int_equal(c.wake_source, WAKE_SOURCE_AUTO);
         assert_int_equal(c.sample_period, 1);
+        assert_int_equal(c.wake_rest_ms, 2000);
+        assert_int_equal(c.wake_look_s, 10);
         assert_string_equal(c.metrics_textfile, "");
         assert_int_equal(c.metrics_every_ticks, 15);
         assert_int_equal(c.n_exclude_comm, 0);
@@ -356,6 +360,8 @@ static void test_shipped_files_uncommented(void **state) {
                                                    "quick_interval_ms",
                                                    "quick_ticks_per_sec",
                                                    "settled_factor",
+                                                   "wake_rest_ms",
+                                                   "wake_look_s",
                                                    NULL };
         static const char *const profile_keys[] = { "description",
                                                     "placement", /* [pair], [fanout], [mesh] */

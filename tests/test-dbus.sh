@@ -80,7 +80,7 @@ check_introspection() {
     for member in ActiveProfile Profiles Mode Version WakeSource Holds Groups PlacementChanges \
         Reloads Ticks QuickTicks TickCostUSec TickStagesUSec EnergyEstimate EnergyWatts \
         SamplerNsPerWakeup SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost \
-        CapacitySource Asymmetric TopologySetAside SetProfile Reload Restore ListGroups Explain WakeGraph Snapshot \
+        SamplerResting SamplerRestedUSec CapacitySource Asymmetric TopologySetAside SetProfile Reload Restore ListGroups Explain WakeGraph Snapshot \
         CpuStats CpuTopology HoldProfile ReleaseProfile PlacementChanged; do
         grep -q "^\.$member " "$T/introspect" || fail "introspection lacks $member"
     done
@@ -96,7 +96,8 @@ check_introspection() {
     grep -q '^\.Asymmetric  *property  *b .* const$' "$T/introspect" || fail "Asymmetric: $(grep Asymmetric "$T/introspect")"
     grep -q '^\.TopologySetAside  *property  *as .* const$' "$T/introspect" || fail "TopologySetAside: $(grep TopologySetAside "$T/introspect")"
     for member in Ticks QuickTicks TickStagesUSec EnergyEstimate EnergyWatts SamplerNsPerWakeup \
-        SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost; do
+        SamplerWakeups SamplerSoftirqWakeups SamplerSkipped SamplerLost SamplerResting \
+        SamplerRestedUSec; do
         grep -q "^\.$member .* -$" "$T/introspect" || fail "$member should not emit (once a tick)"
     done
     # Every member (of org.placed1.Manager only: introspect was given it) is
@@ -523,6 +524,10 @@ for cpu, busy, wakeups, deepest, n_states, states in cpus:
         fail "status has not one line per CPU ($n): $(cat "$T/pc.out")"
     grep -q "^ *Energy: [0-9.]* active CPUs (estimate)" "$T/pc.out" || fail "status energy: $(cat "$T/pc.out")"
     grep -q "^ *Wake source: $wake_source" "$T/pc.out" || fail "status wake source: $(cat "$T/pc.out")"
+    if [ "$wake_source" = bpf ]; then
+        grep -Eq '^ *Resting: (now \(nothing new, waiting or on trial\)|no), [0-9]+ s in all$' "$T/pc.out" ||
+            fail "status resting: $(cat "$T/pc.out")"
+    fi
     pc_rc 0 --json status
     python3 -c '
 import json, os, sys
@@ -709,6 +714,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert 0 < d["sampler_softirq_wakeups"] <= d["sampler_wakeups"], d
 assert d["sampler_skipped"] >= 0 and d["sampler_lost"] >= 0, d
+assert isinstance(d["sampler_resting"], bool) and d["sampler_rested_usec"] >= 0, d
 ' "$T/pc.out" || fail "status --json sampler counters: $(cat "$T/pc.out")"
     kill $np 2>/dev/null || true
     wait $np 2>/dev/null || true

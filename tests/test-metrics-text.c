@@ -65,6 +65,8 @@ static MetricsFigures figures(void) {
                 .wakeups_skipped = 300,
                 .wakeups_lost = 0,
                 .sampler_ns_per_wakeup = 126,
+                .sampler_resting = true,
+                .sampler_rested_seconds = 30.25,
                 .process_cpu_seconds = 1.5,
                 .process_rss_bytes = 15 << 20,
                 .process_start_time_seconds = 1700000000,
@@ -205,6 +207,8 @@ static void test_samples(void **state) {
         assert_line(text, "placed_sampler_wakeups_total{result=\"lost\"} 0");
         assert_line(text, "placed_sampler_softirq_wakeups_total 7");
         assert_line(text, "placed_sampler_seconds_per_wakeup 1.26e-07");
+        assert_line(text, "placed_sampler_resting 1");
+        assert_line(text, "placed_sampler_rested_seconds_total 30.25");
         assert_line(text, "placed_process_cpu_seconds_total 1.5");
         assert_line(text, "placed_process_resident_memory_bytes 15728640");
         assert_line(text, "placed_process_start_time_seconds 1700000000");

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -398,6 +399,45 @@ static void test_ageing(void **state) {
         assert_int_equal(s->n_groups, 0);
         assert_int_equal(wake_graph_n_tasks(s->graph), 0);
         assert_int_equal(wake_graph_n_edges(s->graph), 0);
+        sim_free(s);
+}
+
+/*
+ * A rested sampler (wake_source_rest()) sees no wakeups, which says nothing
+ * of the tasks: time it did not watch neither decays the edges nor ages the
+ * tasks, so a pair stays a pair, at its rate, through 30 s of rest, and
+ * after it ages on watched time alone; half a tick watched decays it by
+ * half a tick's worth.
+ */
+static void test_unwatched(void **state) {
+        Sim *s = sim_new(NULL);
+        for (int i = 0; i < 20; i++) { /* 10 half-lives: the rate's bias correction is done */
+                tick_pair(s, 101, 102, 1000);
+                sim_tick(s);
+        }
+        const Group *g = assert_group(s, 101, 102, GROUP_PAIR);
+        double rate = g->wake_rate;
+        uint64_t id = g->id;
+        for (int i = 0; i < 30; i++) {
+                s->batch.unwatched_ns = TICK_NS;
+                sim_tick(s);
+                g = assert_group(s, 101, 102, GROUP_PAIR);
+                assert_int_equal(g->id, id);
+                assert_true(fabs(g->wake_rate - rate) < 1e-9);
+        }
+        /* Half of a tick watched, with no wakeups in it: a half tick's decay. */
+        s->batch.unwatched_ns = TICK_NS / 2;
+        sim_tick(s);
+        g = assert_group(s, 101, 102, GROUP_PAIR);
+        double half = exp2(-0.5e9 / 2e9); /* the half-life: 2 s */
+        print_message("rate %.1f -> %.1f (%.4f, expected %.4f)\n", rate, g->wake_rate,
+                      g->wake_rate / rate, half);
+        assert_true(fabs(g->wake_rate / rate - half) < 0.01);
+        /* Watched and idle: gone after task_idle_ns (10 s) of watched time. */
+        for (int i = 0; i < 12; i++)
+                sim_tick(s);
+        assert_int_equal(s->n_groups, 0);
+        assert_int_equal(wake_graph_n_tasks(s->graph), 0);
         sim_free(s);
 }
 
@@ -809,6 +849,7 @@ int main(void) {
                 cmocka_unit_test(test_pair_in_noise),
                 cmocka_unit_test(test_exit),
                 cmocka_unit_test(test_ageing),
+                cmocka_unit_test(test_unwatched),
                 cmocka_unit_test(test_tid_reuse),
                 cmocka_unit_test(test_ids_stable),
                 cmocka_unit_test(test_util_and_delay),
