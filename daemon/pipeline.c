@@ -329,9 +329,13 @@ int pipeline_proc_events_fd(const Pipeline *p) {
 
 int pipeline_dispatch_proc_events(Pipeline *p) {
         int r = proc_events_dispatch(p->procev);
-        if (r == PROC_EVENTS_LOST)
+        if (r == PROC_EVENTS_LOST) {
                 log_debug("Proc connector lost events; the tick's scan catches up.");
-        else if (r < 0) {
+                /* Some may have been new tasks: watch as for one. */
+                uint64_t now = monotonic_usec();
+                if (p->source && wake_rest_task_created(&p->rest, now))
+                        pipeline_rest_source(p, false, WAKE_REST_CREATED, now * NSEC_PER_USEC);
+        } else if (r < 0) {
                 /* Stay correct without it: the tick notices exits by reading /proc. */
                 log_warning_errno(r, "Proc connector failed, noticing exits on the tick only: %m");
                 return r;
