@@ -14,6 +14,8 @@
 #      while: the wake graph holds still while it rests, so the group and
 #      its placement stay;
 #   4. wake_rest_ms = 0: it never rests.
+# Without the proc connector (in a PID namespace) placed never rests, and
+# the test skips.
 # What resting saves is measured by the benchmark (docs/benchmarks.md), not here.
 . "$(dirname "$0")/lib/common.sh"
 
@@ -27,6 +29,10 @@ step_rest() {
     live_placed_start rest
     local log=$T/rest.log out resting watching
     grep -q 'Wake sampler: BPF' "$log" || skip "no BPF sampler here (only it rests): $(grep -m1 'sampler' "$log")"
+    # In a PID namespace the kernel refuses the proc connector, and without
+    # it placed never rests: a new pair would wait for a look.
+    ! grep -q 'No proc connector' "$log" ||
+        skip "no proc connector here (resting needs it): $(grep -m1 'No proc connector' "$log")"
     out=$($observe rest "$placed_pid" "$log" $((10 * time_scale))) ||
         fail "1. the sampler did not rest in $((10 * time_scale)) s with nothing new: $(grep 'Wake sampler' "$log")"
     resting=${out#links }
