@@ -59,12 +59,6 @@ static struct timeval timeval_from_usec(uint64_t usec) {
                                  .tv_usec = (suseconds_t)(usec % USEC_PER_SEC) };
 }
 
-static uint64_t now_monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static void bus_rearm(Loop *l);
 
 static void source_dispatch(evutil_socket_t fd, short what, void *arg) {
@@ -231,7 +225,7 @@ static void bus_rearm(Loop *l) {
         event_assign(l->bus_ev, l->base, fd, what, bus_dispatch, l);
 
         if (sd_bus_get_timeout(l->bus, &until) > 0 && until != UINT64_MAX) {
-                uint64_t now = now_monotonic_usec();
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
                 struct timeval tv = timeval_from_usec(until > now ? until - now : 0);
                 event_add(l->bus_ev, &tv);
         } else

@@ -37,12 +37,6 @@
 
 #define MANAGER_MAX_HOLDS 64
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
         [MANAGER_ENFORCE] = "enforce",
         [MANAGER_ADVISE] = "advise",
@@ -330,7 +324,7 @@ static void manager_on_notes(void *userdata) {
         TickClockConfig cfg = manager_tick_clock_config(m);
         TickClockNext next;
         if (pipeline_dispatch_notes(m->pipeline) > 0 &&
-            tick_clock_after_note(&m->tick_clock, &cfg, now_usec(CLOCK_MONOTONIC), &next) > 0)
+            tick_clock_after_note(&m->tick_clock, &cfg, clock_usec(CLOCK_MONOTONIC), &next) > 0)
                 manager_arm_tick(m, &next);
 }
 
@@ -377,7 +371,7 @@ static int manager_setup_loop(Manager *m) {
                 return log_error_errno(r, "Failed to set up the tick: %m");
         TickClockConfig cfg = manager_tick_clock_config(m);
         TickClockNext next;
-        tick_clock_start(&m->tick_clock, &cfg, now_usec(CLOCK_MONOTONIC), &next);
+        tick_clock_start(&m->tick_clock, &cfg, clock_usec(CLOCK_MONOTONIC), &next);
         r = loop_add_signal(m->loop, SIGTERM, manager_on_stop, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM: %m");
@@ -454,8 +448,8 @@ int manager_start(Manager *m) {
         assert(m);
         int r;
 
-        m->start_usec = now_usec(CLOCK_MONOTONIC);
-        m->start_realtime_usec = now_usec(CLOCK_REALTIME);
+        m->start_usec = clock_usec(CLOCK_MONOTONIC);
+        m->start_realtime_usec = clock_usec(CLOCK_REALTIME);
 
         r = manager_check_paths(m);
         if (r < 0)
@@ -554,7 +548,7 @@ static void manager_publish(Manager *m, TickResult *res) {
 
 void manager_tick(Manager *m, TickKind kind) {
         assert(m);
-        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        uint64_t start = clock_usec(CLOCK_MONOTONIC);
         PipelineEnv env = manager_pipeline_env(m);
         TickResult res;
         TickClockInput clock = { .kind = kind, .start_usec = start };
@@ -579,14 +573,14 @@ void manager_tick(Manager *m, TickKind kind) {
 
         m->n_ticks++;
         m->last_tick_usec = start;
-        m->last_tick_realtime_usec = now_usec(CLOCK_REALTIME);
-        m->last_tick_cost_usec = now_usec(CLOCK_MONOTONIC) - start;
+        m->last_tick_realtime_usec = clock_usec(CLOCK_REALTIME);
+        m->last_tick_cost_usec = clock_usec(CLOCK_MONOTONIC) - start;
         manager_notify_status(m);
         manager_metrics_tick(m);
 
         TickClockConfig cfg = manager_tick_clock_config(m);
         TickClockNext next;
-        clock.now_usec = now_usec(CLOCK_MONOTONIC);
+        clock.now_usec = clock_usec(CLOCK_MONOTONIC);
         (void)tick_clock_after_tick(&m->tick_clock, &cfg, &clock, &next);
         manager_arm_tick(m, &next);
 }
@@ -596,7 +590,7 @@ int manager_reload(Manager *m, char **err) {
         char *first_error = NULL;
         Config fresh;
 
-        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
+        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, clock_usec(CLOCK_MONOTONIC));
         log_info("Reloading configuration.");
 
         int r = manager_load_config(m, &fresh, &first_error);
@@ -627,7 +621,7 @@ int manager_reload(Manager *m, char **err) {
                 m->interval_ms = m->config.interval_ms;
                 TickClockConfig cfg = manager_tick_clock_config(m);
                 TickClockNext next;
-                tick_clock_reset_period(&m->tick_clock, &cfg, now_usec(CLOCK_MONOTONIC), &next);
+                tick_clock_reset_period(&m->tick_clock, &cfg, clock_usec(CLOCK_MONOTONIC), &next);
                 manager_arm_tick(m, &next);
         }
 

@@ -222,18 +222,11 @@ static void pipeline_adopt(Pipeline *p, const ProcEvent *ev) {
 /* The kernel threads' parent, in the initial PID namespace the proc connector speaks. */
 #define KTHREADD_PID 2
 
-/* The tick's clock (the manager's): CLOCK_MONOTONIC. */
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
 /* Watches the wake path again, or rests it, as wanted; a failure is retried next tick. */
 static void pipeline_rest_source(Pipeline *p, bool rest, WakeRestWhy why, uint64_t now_ns) {
         if (rest == wake_source_resting(p->source))
                 return;
-        uint64_t t0 = monotonic_usec();
+        uint64_t t0 = clock_usec(CLOCK_MONOTONIC);
         int r = wake_source_rest(p->source, rest, now_ns);
         if (r < 0)
                 log_warning_errno(r, "Wake sampler: could not %s: %m",
@@ -241,7 +234,22 @@ static void pipeline_rest_source(Pipeline *p, bool rest, WakeRestWhy why, uint64
         else
                 log_debug("Wake sampler: %s: %s (%s in %" PRIu64 " us).",
                           rest ? "resting" : "watching", wake_rest_why_words(why),
-                          rest ? "detached" : "attached", monotonic_usec() - t0);
+                          rest ? "detached" : "attached", clock_usec(CLOCK_MONOTONIC) - t0);
+}
+
+/*
+ * A task was created at now_ns (0: now): a resting sampler watches again.
+ * Return: whether it was resting.
+ */
+static bool pipeline_task_created(Pipeline *p, uint64_t now_ns) {
+        if (!p->source)
+                return false;
+        if (now_ns == 0)
+                now_ns = clock_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
+        if (!wake_rest_task_created(&p->rest, now_ns / NSEC_PER_USEC))
+                return false;
+        pipeline_rest_source(p, false, WAKE_REST_CREATED, now_ns);
+        return true;
 }
 
 /*
@@ -266,16 +274,11 @@ static int pipeline_on_proc_event(const ProcEvent *ev, void *userdata) {
         /* A new task wakes the resting sampler, unless it is a kernel thread
          * (kthreadd's child, a kworker), whose wakeups the sampler skips:
          * the kernel starts kworkers every few seconds on an idle machine. */
-        if ((ev->type == PROC_EVENT_FORK || ev->type == PROC_EVENT_EXEC) && p->source &&
-            ev->parent_tgid != KTHREADD_PID && ev->tgid != KTHREADD_PID) {
-                uint64_t now =
-                        ev->timestamp_ns ? ev->timestamp_ns : monotonic_usec() * NSEC_PER_USEC;
-                if (wake_rest_task_created(&p->rest, now / NSEC_PER_USEC)) {
-                        log_debug("Wake sampler: task %d (process %d) was created.", (int)ev->pid,
-                                  (int)ev->tgid);
-                        pipeline_rest_source(p, false, WAKE_REST_CREATED, now);
-                }
-        }
+        if ((ev->type == PROC_EVENT_FORK || ev->type == PROC_EVENT_EXEC) &&
+            ev->parent_tgid != KTHREADD_PID && ev->tgid != KTHREADD_PID &&
+            pipeline_task_created(p, ev->timestamp_ns))
+                log_debug("Wake sampler: task %d (process %d) was created.", (int)ev->pid,
+                          (int)ev->tgid);
         if (ev->type == PROC_EVENT_EXIT) {
                 (void)wake_graph_task_exit(p->graph, ev->pid);
                 news_forget(&p->news, ev->pid); /* its TID's next task is new */
@@ -331,10 +334,7 @@ int pipeline_dispatch_proc_events(Pipeline *p) {
         int r = proc_events_dispatch(p->procev);
         if (r == PROC_EVENTS_LOST) {
                 log_debug("Proc connector lost events; the tick's scan catches up.");
-                /* Some may have been new tasks: watch as for one. */
-                uint64_t now = monotonic_usec();
-                if (p->source && wake_rest_task_created(&p->rest, now))
-                        pipeline_rest_source(p, false, WAKE_REST_CREATED, now * NSEC_PER_USEC);
+                (void)pipeline_task_created(p, 0); /* some may have been new tasks */
         } else if (r < 0) {
                 /* Stay correct without it: the tick notices exits by reading /proc. */
                 log_warning_errno(r, "Proc connector failed, noticing exits on the tick only: %m");
@@ -377,7 +377,7 @@ int pipeline_new(const PipelineEnv *env, Pipeline **ret) {
         }
         pipeline_open_source(p, env);
         pipeline_open_proc_events(p);
-        wake_rest_start(&p->rest, monotonic_usec());
+        wake_rest_start(&p->rest, clock_usec(CLOCK_MONOTONIC));
         *ret = p;
         return 0;
 }
@@ -857,16 +857,10 @@ static void pipeline_result(Pipeline *p, const PipelineEnv *env, Group *groups, 
         snprintf(p->plan_profile, sizeof(p->plan_profile), "%s", env->profile->name);
 }
 
-/* This thread's CPU time: what a stage costs, whatever else the machine runs. */
-static uint64_t thread_cpu_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
-/* Closes stage s of the tick: its time since *mark, which moves on. */
+/* Closes stage s of the tick: its time since *mark, which moves on. Time is
+ * this thread's CPU time: what a stage costs, whatever else the machine runs. */
 static void pipeline_stage_done(uint64_t *stage_usec, TickStage s, uint64_t *mark) {
-        uint64_t now = thread_cpu_usec();
+        uint64_t now = clock_usec(CLOCK_THREAD_CPUTIME_ID);
         stage_usec[s] = now - *mark;
         *mark = now;
 }
@@ -875,7 +869,7 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
                   TickResult *ret) {
         Group *groups = NULL;
         _cleanup_free_ CpuSet *limits = NULL;
-        uint64_t stage_usec[_TICK_STAGE_MAX] = { 0 }, mark = thread_cpu_usec();
+        uint64_t stage_usec[_TICK_STAGE_MAX] = { 0 }, mark = clock_usec(CLOCK_THREAD_CPUTIME_ID);
         unsigned n = 0;
         Plan *plan = NULL;
         int r;
@@ -953,7 +947,9 @@ const char *pipeline_wake_source(const Pipeline *p) {
 }
 
 bool pipeline_sampler_rested(const Pipeline *p, double *ret_seconds) {
-        uint64_t ns = p ? wake_source_rested_ns(p->source, monotonic_usec() * NSEC_PER_USEC) : 0;
+        uint64_t ns =
+                p ? wake_source_rested_ns(p->source, clock_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC)
+                  : 0;
         *ret_seconds = (double)ns / 1e9;
         return p && wake_source_resting(p->source);
 }

@@ -14,7 +14,9 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef NDEBUG
@@ -34,6 +36,13 @@
 #define USEC_PER_MSEC 1000ULL
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_SEC  1000000000ULL
+
+/* Return: clock's time now, in microseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, ...). */
+static inline uint64_t clock_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
 
 static inline void freep(void *p) {
         free(*(void **)p);

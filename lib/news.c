@@ -232,7 +232,7 @@ bool news_quick_wanted(const Group *groups, unsigned n_groups, const Plan *plan,
 bool news_plan_settled(const Plan *plan, bool advise) {
         for (unsigned i = 0; i < plan->n_groups; i++) {
                 const PlanGroup *pg = &plan->groups[i];
-                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING) ||
+                if (plan_group_measuring(pg, advise) ||
                     (!advise && pg->managed && pg->trial.verdict == TRIAL_KEPT))
                         return false;
         }

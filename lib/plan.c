@@ -140,6 +140,11 @@ bool plan_group_applied(const PlanGroup *pg) {
                !(pg->trial.verdict == TRIAL_RUNNING && pg->trial.arm == TRIAL_ARM_KERNEL);
 }
 
+bool plan_group_measuring(const PlanGroup *pg, bool advise) {
+        assert(pg);
+        return pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING);
+}
+
 void plan_group_leave(PlanGroup *pg) {
         assert(pg);
         pg->managed = false;

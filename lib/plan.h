@@ -227,3 +227,9 @@ void plan_group_leave(PlanGroup *pg);
  * managed, and not in a trial's window left to the kernel.
  */
 bool plan_group_applied(const PlanGroup *pg);
+
+/*
+ * Return: whether pg is being measured: waiting to be, or on trial (not
+ * when advising, where no trial runs).
+ */
+bool plan_group_measuring(const PlanGroup *pg, bool advise);

@@ -57,11 +57,9 @@ bool wake_rest_task_created(WakeRest *w, uint64_t now_usec) {
 bool wake_rest_needed(const Plan *plan, bool advise) {
         if (!plan)
                 return true; /* nothing decided yet */
-        for (unsigned i = 0; i < plan->n_groups; i++) {
-                const PlanGroup *pg = &plan->groups[i];
-                if (pg->waiting || (!advise && pg->trial.verdict == TRIAL_RUNNING))
+        for (unsigned i = 0; i < plan->n_groups; i++)
+                if (plan_group_measuring(&plan->groups[i], advise))
                         return true;
-        }
         return false;
 }
 

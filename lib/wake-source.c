@@ -21,9 +21,9 @@ struct WakeSource {
         const WakeSourceOps *ops;
         void *impl; /* owned: the ops' object */
         bool resting;
-        uint64_t rest_since_ns; /* resting: since then, or since the last read */
-        uint64_t unwatched_ns;  /* rested since the last read, before rest_since_ns */
-        uint64_t rested_ns;     /* rested in all, before rest_since_ns */
+        uint64_t rest_since_ns; /* resting: counted up to then (source_rested_until()) */
+        uint64_t unwatched_ns;  /* rested since the last read, up to rest_since_ns */
+        uint64_t rested_ns;     /* rested in all, up to rest_since_ns */
 };
 
 static const WakeSourceOps *source_ops(WakeSourceKind kind) {
@@ -173,15 +173,21 @@ const char *wake_source_name(const WakeSource *s) {
         return s->ops->name;
 }
 
+/* Counts the rest from rest_since_ns to now_ns as unwatched and rested; it goes on from there. */
+static void source_rested_until(WakeSource *s, uint64_t now_ns) {
+        if (now_ns <= s->rest_since_ns)
+                return;
+        s->unwatched_ns += now_ns - s->rest_since_ns;
+        s->rested_ns += now_ns - s->rest_since_ns;
+        s->rest_since_ns = now_ns;
+}
+
 int wake_source_read(WakeSource *s, uint64_t now_ns, WakeBatch *ret) {
         wake_batch_reset(ret);
         ret->now_ns = now_ns;
+        if (s->resting)
+                source_rested_until(s, now_ns);
         ret->unwatched_ns = s->unwatched_ns;
-        if (s->resting && now_ns > s->rest_since_ns) {
-                ret->unwatched_ns += now_ns - s->rest_since_ns;
-                s->rested_ns += now_ns - s->rest_since_ns;
-                s->rest_since_ns = now_ns;
-        }
         s->unwatched_ns = 0;
         return s->ops->read(s->impl, now_ns, ret);
 }
@@ -196,10 +202,8 @@ int wake_source_rest(WakeSource *s, bool rest, uint64_t now_ns) {
                 return r;
         if (rest)
                 s->rest_since_ns = now_ns;
-        else if (now_ns > s->rest_since_ns) {
-                s->unwatched_ns += now_ns - s->rest_since_ns;
-                s->rested_ns += now_ns - s->rest_since_ns;
-        }
+        else
+                source_rested_until(s, now_ns);
         s->resting = rest;
         return 1;
 }
