@@ -968,7 +968,14 @@ def judge(sw, results, w):
         s = sw.get(c)
         if not s or s.get("speedup_median") is None or not wl.kind:
             continue
-        if wl.kind in ("noloss", "gain"):
+        if wl.kind == "gain" and ceil is not None and ceil < MIN_CEILING_GAIN:
+            # Pinned by hand, the pairs gain nothing (mixed on two CPUs beside
+            # hackbench: 0.71x): no placer can, and leaving them to the kernel
+            # is right. As for a pair whose ceiling does not gain: no loss.
+            s["target"] = "ceiling gains < %d%%: >= %.2fx kernel" % (
+                round(100 * (MIN_CEILING_GAIN - 1)), NOLOSS_TARGET)
+            judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
+        elif wl.kind in ("noloss", "gain"):
             if wl.kind == "gain":
                 s["target"] = "> %.2fx kernel" % wl.target
             else:

@@ -306,6 +306,17 @@ class NewParts(unittest.TestCase):
         results["mixed"]["balanced"] = runs([95, 99, 101, 103, 110], [2.0] * 5)
         s = bench.summarize(results, ["kernel", "balanced"], ["mixed"])
         self.assertEqual(s["mixed"]["balanced"]["verdict"], "INCONCLUSIVE")
+        # Where the ceiling's pairs do not gain (pinned by hand beside
+        # hackbench: 0.7x), the pairs must not lose: left to the kernel, 1.00x
+        # passes; kept pinned, 0.85x fails.
+        results["mixed"]["ceiling"] = runs([70, 72, 68, 71, 69], [2.0] * 5)
+        results["mixed"]["balanced"] = runs([100, 99, 101, 100, 100], [2.0] * 5)
+        s = bench.summarize(results, ["kernel", "balanced", "ceiling"], ["mixed"])
+        self.assertEqual(s["mixed"]["balanced"]["target"], "ceiling gains < 5%: >= 0.97x kernel")
+        self.assertEqual(s["mixed"]["balanced"]["verdict"], "PASS")
+        results["mixed"]["balanced"] = runs([85, 84, 86, 85, 85], [2.0] * 5)
+        s = bench.summarize(results, ["kernel", "balanced", "ceiling"], ["mixed"])
+        self.assertEqual(s["mixed"]["balanced"]["verdict"], "FAIL")
 
     def test_stream_shows_share_of_its_ceiling(self):
         s = bench.summarize({"stream": {"kernel": runs([10.0] * 5), "balanced": runs([11.0] * 5),
