@@ -319,7 +319,13 @@ step_mesh() {
     # shellcheck disable=SC2086
     [ "$(masks_of $pids)" = "$(for pid in $pids; do printf '%s:%s ' "$pid" "$all"; done)" ] ||
         fail "2. the ring does not start on every CPU: $(masks_of $pids)"
+    # A dwell longer than any wait here: under qemu TCG this shell's own
+    # polling takes seconds, and the 2 s check below must fall within the
+    # dwell (CI: it began 3 s or more after the placement, and the mesh
+    # moved where balanced's 5 s dwell ended, as it may).
+    live_profiles_dir=$(live_hold_profiles_with profiles-mesh '[hysteresis]' 'dwell_ms = 60000')
     live_placed_start balanced --profile balanced "${bus_args[@]}"
+    live_profiles_dir=""
     # shellcheck disable=SC2086
     wait_for_ms 6000 mesh_in_one_llc $pids ||
         fail "2. the mesh did not get one LLC: $(masks_of $pids); $(why "$log" $pids)"
@@ -328,7 +334,7 @@ step_mesh() {
     wait_for_ms 2000 grep -q "Placing mesh group .*ring" "$log" ||
         fail "2. the mesh is on $mask, but placed did not log placing a mesh: $(why "$log")"
     ok "2. mesh of 5 (ring, $((2000 / time_scale)) hand-offs/s) on CPUs $mask, LLC $(one_llc "$mask")"
-    # Within the dwell (balanced: 5 s) it stays where it was put.
+    # Within the dwell (60 s here) it stays where it was put.
     # shellcheck disable=SC2086
     stays "$log" 2000 mesh_on "$mask" $pids ||
         fail "2. the mesh left CPUs $mask: $(masks_of $pids); $(why "$log" $pids)"

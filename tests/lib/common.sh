@@ -317,12 +317,15 @@ live_hold_profiles() {
 # live_profiles_with NAME LINE...: the shipped profiles copied to $T/NAME,
 # with the LINEs (a section and its keys, which win over the ones before)
 # appended to each; prints the directory, for live_profiles_dir.
-live_profiles_with() {
-    local dir=$T/$1 f
-    shift
+# live_hold_profiles_with NAME LINE...: the same from live_hold_profiles.
+live_profiles_with() { _live_profiles_from "$PLACED_SRC/conf/profiles" "$@"; }
+live_hold_profiles_with() { _live_profiles_from "$(live_hold_profiles)" "$@"; }
+_live_profiles_from() {
+    local from=$1 dir=$T/$2 f
+    shift 2
     rm -rf "$dir"
     mkdir -p "$dir"
-    for f in "$PLACED_SRC"/conf/profiles/*.conf; do
+    for f in "$from"/*.conf; do
         cp "$f" "$dir/"
         printf '\n%s\n' "$@" >>"$dir/$(basename "$f")"
     done
