@@ -968,10 +968,10 @@ def judge(sw, results, w):
         s = sw.get(c)
         if not s or s.get("speedup_median") is None or not wl.kind:
             continue
-        if wl.kind == "gain" and ceil is not None and ceil < MIN_CEILING_GAIN:
-            # Pinned by hand, the pairs gain nothing (mixed on two CPUs beside
-            # hackbench: 0.71x): no placer can, and leaving them to the kernel
-            # is right. As for a pair whose ceiling does not gain: no loss.
+        if wl.kind != "noloss" and ceil is not None and ceil < MIN_CEILING_GAIN:
+            # Pinning by hand gains nothing here (a pair, or mixed's pairs on
+            # two CPUs beside hackbench: 0.71x): no placer can, the share is
+            # meaningless, and placed must simply not lose.
             s["target"] = "ceiling gains < %d%%: >= %.2fx kernel" % (
                 round(100 * (MIN_CEILING_GAIN - 1)), NOLOSS_TARGET)
             judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
@@ -987,12 +987,6 @@ def judge(sw, results, w):
             # No hand pinning to compare with (a switchback, or --configs
             # without ceiling): placed must at least not lose.
             s["target"] = "no ceiling measured: >= %.2fx kernel" % NOLOSS_TARGET
-            judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
-        elif ceil < MIN_CEILING_GAIN:
-            # Pinning by hand gains nothing here: the share is meaningless, and
-            # placed must simply not lose.
-            s["target"] = "ceiling gains < %d%%: >= %.2fx kernel" % (
-                round(100 * (MIN_CEILING_GAIN - 1)), NOLOSS_TARGET)
             judge_speedup(s, ratios(results, w, c), NOLOSS_TARGET)
         else:
             share_of_ceiling(s, results, w, c, ceil)
