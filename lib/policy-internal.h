@@ -103,6 +103,7 @@ typedef struct Ctx {
         int *joint_next;     /* per group index: the next member of its set, -1 the last */
         bool *joint_latency; /* per first index: the set has a latency-critical member */
         PlanGroup **joint_placed; /* per group index: the set's decision this tick, NULL yet */
+        bool joint_deciding;      /* a pack-with set is being decided: the owner asked to pack it */
 } Ctx;
 
 /* ---- Load state (policy-load.c) ---- */

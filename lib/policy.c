@@ -471,6 +471,25 @@ static unsigned take_units(const Ctx *c, Ranker *rk, double need, unsigned extra
 }
 
 /*
+ * A pack-with set that no units have room for: its owner asked for it
+ * packed, so it goes on the roomiest units whose capacity holds need, plus
+ * extra units (the run-queue budget widens it, as any placement, if its
+ * tasks then wait). Return: units taken, or 0 when all of them do not hold it.
+ */
+static unsigned take_roomiest(const Ctx *c, Ranker *rk, double need, unsigned extra, CpuSet *ret) {
+        double cap = 0;
+        cpuset_zero(ret);
+        pack_order(c, rk, need); /* none fits: roomiest first */
+        for (unsigned k = 0; policy_rank_get(c, rk, k) && (cap + 1e-9 < need || extra > 0); k++) {
+                if (cap + 1e-9 >= need)
+                        extra--;
+                cap += rk->r[k].cap;
+                cpuset_or(ret, ret, &c->units[rk->r[k].unit].cpus);
+        }
+        return cap + 1e-9 < need || extra > 0 ? 0 : cpuset_count(ret);
+}
+
+/*
  * mode: how to lay the group over units (the profile's for its class, or
  * PACK for a pack-with set); scope: the CPUs of the kinds it is tried on,
  * within allowed, all it may use. Return: false when the units of scope do
@@ -502,6 +521,9 @@ static bool decide_spread(Ctx *c, const Group *g, const CpuSet *scope, const Cpu
         rank_units(c, scope, prev, mode, &rk);
         CpuSet mask;
         bool ok = take_units(c, &rk, need, pg->widen, pack, &mask) > 0;
+        bool full = !ok && pack && c->joint_deciding;
+        if (full)
+                ok = take_roomiest(c, &rk, need, pg->widen, &mask) > 0;
         int home = ok && rk.n > 0 ? (int)rk.r[0].unit : -1;
         policy_ranker_done(c, &rk);
         cpuset_and(&mask, &mask, scope);
@@ -528,10 +550,11 @@ static bool decide_spread(Ctx *c, const Group *g, const CpuSet *scope, const Cpu
         pg->home = policy_unit_of(c, cpuset_first(&mask));
         if (home >= 0)
                 policy_load_home(c, (unsigned)home);
-        plan_group_set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s", cls, g->n_tasks,
+        plan_group_set_reason(pg, "%s of %u tasks (%.1f CPUs) %s on %u %s%s%s%s", cls, g->n_tasks,
                               g->util, pack ? "packed" : "homed", cpuset_count(&mask),
                               c->core_level ? "CPUs of the cores" : "CPUs of the LLCs",
-                              " with most room", pg->widen ? ", widened for run-queue delay" : "");
+                              " with most room", pg->widen ? ", widened for run-queue delay" : "",
+                              full ? ", though none had room for it: its rule asks it packed" : "");
         return true;
 }
 
@@ -606,8 +629,12 @@ static bool decide_joint(Ctx *c, unsigned i, const Group *joint, const KindScope
                                               "kernel, or its CPUs are not allowed here; left "
                                               "to the kernel",
                                               first->id);
-                if (!pg->managed)
+                if (!pg->managed) {
                         plan_group_leave(pg);
+                        /* left while its set waits to be measured: decided
+                         * again next tick, whichever member comes first then */
+                        pg->waiting = first->waiting;
+                }
                 return true;
         }
         if (joint->unmeasured) {
@@ -616,7 +643,9 @@ static bool decide_joint(Ctx *c, unsigned i, const Group *joint, const KindScope
                 plan_group_leave(pg);
                 pg->waiting = true;
         } else {
+                c->joint_deciding = true;
                 decide_on_kinds(c, joint, ks, allowed, prev, SPREAD_PLACEMENT_PACK, pg);
+                c->joint_deciding = false;
         }
         c->joint_placed[c->joint[i]] = pg;
         return true;

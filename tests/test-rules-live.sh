@@ -230,7 +230,7 @@ step_pack_with() {
     live_placed_start pw/placed --profile balanced --bus "$ADDR"
     local log=$T/pw/placed.log
     wait_for_ms 4000 same_single_cpu "$a1" "$a2" "$b1" "$b2" ||
-        fail "4. the two pack-with pairs do not share one CPU: A $(cpus_allowed "$a1") $(cpus_allowed "$a2"), B $(cpus_allowed "$b1") $(cpus_allowed "$b2"); $(grep -E 'group|rule' "$log" | tail -8)"
+        fail "4. the two pack-with pairs do not share one CPU: A $(cpus_allowed "$a1") $(cpus_allowed "$a2"), B $(cpus_allowed "$b1") $(cpus_allowed "$b2"); $(grep -E '^(Placing|Leaving|Keeping|Handing)' "$log" | tail -8)"
     wait_for_ms 2000 grep -q 'rule "light-[ab]" (pack-with)' "$log" ||
         fail "4. placed did not log placing for the pack-with rule: $(grep -E 'Placing|Would' "$log")"
     local explain
