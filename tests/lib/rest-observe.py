@@ -10,9 +10,13 @@ that started before the moment it watches.
     rest-observe.py links PID
         prints "links N" now.
     rest-observe.py hold PID LOG SECONDS TASK...
-        for SECONDS, every 20 ms: the TASKs' allowed CPUs (must stay what
-        they were, one CPU), and the log's resting and watching lines;
-        prints "rests N looks N links MIN MAX" and exits 0, or 1 with why.
+        called while the sampler rests: every 20 ms, the TASKs' allowed
+        CPUs (must stay what they were, one CPU), the BPF links placed
+        holds, and the log's resting and watching lines as they come, until
+        a look and a rest after it, or SECONDS; prints "rests N looks N
+        created N longest S links MIN MAX" (created: watches a new task
+        began, as anyone's can; longest: the longest rest seen, in seconds)
+        and exits 0, or 1 with why.
     rest-observe.py quiet PID LOG SECONDS
         no "resting" line for SECONDS: exits 0, else 1.
 """
@@ -21,7 +25,9 @@ import sys
 import time
 
 REST = "Wake sampler: resting"
-LOOK = "Wake sampler: watching: a look"
+WATCH = "Wake sampler: watching: "
+LOOK = WATCH + "a look"
+CREATED = WATCH + "a task was created"
 
 
 def links(pid):
@@ -76,18 +82,38 @@ def main(argv):
         if len(set(first)) != 1 or not first[0].isdigit():
             print("not packed on one CPU at the start: %s" % first)
             return 1
-        rests0, looks0 = log_count(log, REST), log_count(log, LOOK)
-        lo = hi = links(pid)
-        while time.monotonic() < end:
-            now = [allowed(t) for t in tasks]
-            if now != first:
-                print("the pair moved from %s to %s" % (first, now))
-                return 1
-            n = links(pid)
-            lo, hi = min(lo, n), max(hi, n)
-            time.sleep(0.02)
-        print("rests %d looks %d links %d %d" % (log_count(log, REST) - rests0,
-                                                 log_count(log, LOOK) - looks0, lo, hi))
+        with open(log, errors="replace") as f:
+            f.seek(0, os.SEEK_END)
+            n = {"rests": 0, "looks": 0, "created": 0}
+            resting, since, longest, buf = True, time.monotonic(), 0.0, ""
+            again = False
+            lo = hi = links(pid)
+            while time.monotonic() < end:
+                now = [allowed(t) for t in tasks]
+                if now != first:
+                    print("the pair moved from %s to %s" % (first, now))
+                    return 1
+                k = links(pid)
+                lo, hi = min(lo, k), max(hi, k)
+                t = time.monotonic()
+                lines = (buf + f.read()).split("\n")
+                buf = lines.pop()  # a line placed has not finished writing
+                for line in lines:
+                    if REST in line:  # also after a watch before the first read
+                        resting, since = True, t
+                        n["rests"] += 1
+                        again = n["looks"] > 0
+                    elif WATCH in line and resting:
+                        resting, longest = False, max(longest, t - since)
+                        n["looks"] += LOOK in line
+                        n["created"] += CREATED in line
+                if again:
+                    break  # rested, looked, rested again
+                time.sleep(0.02)
+        if resting:
+            longest = max(longest, time.monotonic() - since)
+        print("rests %d looks %d created %d longest %.1f links %d %d" %
+              (n["rests"], n["looks"], n["created"], longest, lo, hi))
         return 0
     print("unknown mode %s" % mode)
     return 2
