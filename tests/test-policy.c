@@ -2045,6 +2045,22 @@ static void test_rule_pack_with(void **state) {
 }
 
 /*
+ * The 2-CPU VM, each CPU busy (0-1) besides: two light pairs, one on each
+ * CPU, under rules "light-a" and "light-b" that pack each with the other.
+ */
+static void light_pairs(Scenario *s, double busy, GroupRule rules[2], Group **ret_a,
+                        Group **ret_b) {
+        scenario_init(s, "topo-vm2", busy);
+        CpuSet r0 = set_of("0"), r1 = set_of("1");
+        Group *a = add_group(s, GROUP_PAIR, 2, 0.05, &r0);
+        Group *b = add_group(s, GROUP_PAIR, 2, 0.05, &r1);
+        rules[0] = rule("light-a", RULE_ACTION_PACK_WITH, "light-b", b);
+        rules[1] = rule("light-b", RULE_ACTION_PACK_WITH, "light-a", a);
+        *ret_a = a;
+        *ret_b = b;
+}
+
+/*
  * A pack-with set left to the kernel while one of its groups is not
  * measured yet is decided again at the next tick, whichever of its groups
  * comes first then: a follower left with it is waiting too, not a decision
@@ -2055,13 +2071,10 @@ static void test_rule_pack_with(void **state) {
 static void test_rule_pack_with_unmeasured(void **state) {
         Scenario s;
         Profile p = profile("balanced");
-        scenario_init(&s, "topo-vm2", 0.05);
-        CpuSet r0 = set_of("0"), r1 = set_of("1");
-        Group *a = add_group(&s, GROUP_PAIR, 2, 0.05, &r0);
-        Group *b = add_group(&s, GROUP_PAIR, 2, 0.05, &r1);
+        GroupRule rules[2];
+        Group *a, *b;
+        light_pairs(&s, 0.05, rules, &a, &b);
         a->unmeasured = true;
-        GroupRule rules[2] = { rule("light-a", RULE_ACTION_PACK_WITH, "light-b", b),
-                               rule("light-b", RULE_ACTION_PACK_WITH, "light-a", a) };
         Plan *first = decide_rules(&s, &p, NULL, SEC_NS, rules);
         assert_false(pg_of(first, a)->managed);
         assert_false(pg_of(first, b)->managed);
@@ -2092,14 +2105,12 @@ static void test_rule_pack_with_unmeasured(void **state) {
 static void test_rule_pack_with_busy(void **state) {
         Scenario s;
         Profile p = profile("balanced");
-        scenario_init(&s, "topo-vm2", 0.9);
+        GroupRule rules[2];
+        Group *a, *b;
         CpuSet r0 = set_of("0"), r1 = set_of("1");
-        Group *a = add_group(&s, GROUP_PAIR, 2, 0.05, &r0);
-        Group *b = add_group(&s, GROUP_PAIR, 2, 0.05, &r1);
+        light_pairs(&s, 0.9, rules, &a, &b);
         a->runq_wait = b->runq_wait = 0.05;
         s.loads[1].busy = 0.85; /* the roomier CPU */
-        GroupRule rules[2] = { rule("light-a", RULE_ACTION_PACK_WITH, "light-b", b),
-                               rule("light-b", RULE_ACTION_PACK_WITH, "light-a", a) };
         Plan *plan = decide_rules(&s, &p, NULL, SEC_NS, rules);
         const PlanGroup *pa = pg_of(plan, a), *pb = pg_of(plan, b);
         assert_true(pa->managed);
