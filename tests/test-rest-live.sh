@@ -12,9 +12,9 @@
 #      12 s (longer than the wake graph keeps a task it has not seen, 10 s),
 #      looks, rests again, and the pair stays packed on its CPU all the
 #      while: the wake graph holds still while it rests, so the group and
-#      its placement stay (where other processes on the machine start new
-#      tasks more often than every 12 s, no look is due: no rest outlasts
-#      12 s);
+#      its placement stay (where news, a task anyone started or the pair's
+#      re-check, wakes it more often than every 12 s, no look is due: no
+#      rest outlasts 12 s);
 #   4. wake_rest_ms = 0: it never rests.
 # Without the proc connector (in a PID namespace) placed never rests, and
 # the test skips.
@@ -63,14 +63,14 @@ step_rest() {
         fail "3. the sampler did not rest again beside the kept pair: $(grep 'Wake sampler' "$log" | tail -n 5)"
     [ "${out#links }" -eq "$resting" ] || fail "3. resting again, but placed holds ${out#links } BPF links"
     # Until a look and a rest after it. Any process started on the machine,
-    # by anyone, is news that wakes the sampler and starts its 12 s again:
-    # where others start one more often, no look is due, and what must hold
-    # is that no rest outlasted wake_look_s.
+    # by anyone, is news that wakes the sampler and starts its 12 s again,
+    # as a re-check of the pair does: where news comes more often, no look
+    # is due, and what must hold is that no rest outlasted wake_look_s.
     out=$($observe hold "$placed_pid" "$log" $((30 * time_scale)) "$pair_parent" "$pair_child") ||
         fail "3. $out: $(tail -n 30 "$log")"
-    local rests looks created longest lo hi
-    read -r _ rests _ looks _ created _ longest _ lo hi <<<"$out"
-    local what="$looks looks, $rests rests, $created watches for new tasks, longest rest $longest s in at most $((30 * time_scale)) s (wake_look_s = 12)"
+    local rests looks woken longest lo hi
+    read -r _ rests _ looks _ woken _ longest _ lo hi <<<"$out"
+    local what="$looks looks, $rests rests, woken $woken times by news, longest rest $longest s in at most $((30 * time_scale)) s (wake_look_s = 12)"
     [ "${longest%.*}" -lt $((12 + 2 * time_scale)) ] ||
         fail "3. a rest outlasted wake_look_s: $what: $(grep 'Wake sampler' "$log" | tail -n 8)"
     if [ "$looks" -ge 1 ] && [ "$rests" -ge 1 ]; then
@@ -78,8 +78,8 @@ step_rest() {
             fail "3. BPF links between $lo and $hi through the looks, not $resting and $watching"
         ok "3. the pair stayed on CPU $(cpus_allowed "$pair_parent") through its rest, a look and a rest again: $what"
     else
-        [ "$created" -ge 1 ] || fail "3. no look and no new task: $what: $(grep 'Wake sampler' "$log" | tail -n 8)"
-        ok "3. no look was due, others' new tasks woke the sampler first; the pair stayed on CPU $(cpus_allowed "$pair_parent"): $what"
+        [ "$woken" -ge 1 ] || fail "3. no look and no news: $what: $(grep 'Wake sampler' "$log" | tail -n 8)"
+        ok "3. no look was due, news woke the sampler first; the pair stayed on CPU $(cpus_allowed "$pair_parent"): $what"
     fi
     placed_stop TERM
     [ "$placed_rc" -eq 0 ] || fail "3. placed exited $placed_rc"

@@ -14,9 +14,9 @@ that started before the moment it watches.
         CPUs (must stay what they were, one CPU), the BPF links placed
         holds, and the log's resting and watching lines as they come, until
         a look and a rest after it, or SECONDS; prints "rests N looks N
-        created N longest S links MIN MAX" (created: watches a new task
-        began, as anyone's can; longest: the longest rest seen, in seconds)
-        and exits 0, or 1 with why.
+        woken N longest S links MIN MAX" (woken: watches begun by news, a
+        new task, as anyone's can be, or a re-check; longest: the longest
+        rest seen, in seconds) and exits 0, or 1 with why.
     rest-observe.py quiet PID LOG SECONDS
         no "resting" line for SECONDS: exits 0, else 1.
 """
@@ -27,7 +27,6 @@ import time
 REST = "Wake sampler: resting"
 WATCH = "Wake sampler: watching: "
 LOOK = WATCH + "a look"
-CREATED = WATCH + "a task was created"
 
 
 def links(pid):
@@ -84,7 +83,7 @@ def main(argv):
             return 1
         with open(log, errors="replace") as f:
             f.seek(0, os.SEEK_END)
-            n = {"rests": 0, "looks": 0, "created": 0}
+            n = {"rests": 0, "looks": 0, "woken": 0}
             resting, since, longest, buf = True, time.monotonic(), 0.0, ""
             again = False
             lo = hi = links(pid)
@@ -106,14 +105,14 @@ def main(argv):
                     elif WATCH in line and resting:
                         resting, longest = False, max(longest, t - since)
                         n["looks"] += LOOK in line
-                        n["created"] += CREATED in line
+                        n["woken"] += LOOK not in line
                 if again:
                     break  # rested, looked, rested again
                 time.sleep(0.02)
         if resting:
             longest = max(longest, time.monotonic() - since)
-        print("rests %d looks %d created %d longest %.1f links %d %d" %
-              (n["rests"], n["looks"], n["created"], longest, lo, hi))
+        print("rests %d looks %d woken %d longest %.1f links %d %d" %
+              (n["rests"], n["looks"], n["woken"], longest, lo, hi))
         return 0
     print("unknown mode %s" % mode)
     return 2
