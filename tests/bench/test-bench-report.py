@@ -258,6 +258,34 @@ class Report(unittest.TestCase):
         self.assertNotIn(("hackbench-s", "balanced"), rows)
         self.assertEqual(bench.packing_speed(A, results, ["balanced"], ["hackbench-s"]), [])
 
+    def test_hand_back_speed(self):
+        # Hackbench starts 3 s into each run; the pair's last unpack is when
+        # it was handed back for good, unless it is packed at the end.
+        run = lambda last, end=False: {"value": 1, "contended_after_s": 3.0,
+                                       "unpacked_last_each_s": [last], "packed_at_end": [end]}
+        results = {"mixed": {
+            "balanced": [run(3.8), run(5.5), run(4.2), run(4.9, end=True), run(2.5),
+                         run(None)],
+            "latency-first": [run(3.4)],
+            "kernel": [run(None)]},
+            "mixed-hackbench": {"balanced": [run(3.8)]},
+            "pair": {"balanced": [{"value": 1, "packed_after_s": 0.1}]}}
+        self.assertAlmostEqual(bench.handed_back(run(3.8)), 0.8)
+        self.assertEqual(bench.handed_back(run(4.9, end=True)), "kept")
+        self.assertIsNone(bench.handed_back(run(2.5)))  # handed back before hackbench began
+        self.assertIsNone(bench.handed_back(run(None)))  # never packed
+        rows = {(l.split("|")[1].strip(), l.split("|")[2].strip()): l for l in
+                bench.hand_back_speed(results, ["kernel", "balanced", "latency-first"],
+                                      ["mixed", "mixed-hackbench", "pair"])
+                if l.startswith("| ") and "profile" not in l}
+        # 0.8, 2.5 and 1.2 s: median 1.2, worst 2.5, two within 2 s; one kept,
+        # two not packed when hackbench began.
+        self.assertEqual(rows["mixed", "balanced"],
+                         "| mixed | balanced | 1.20 s, worst 2.50 s, within 2 s in 2 of 3 | 1 | 2 |")
+        self.assertIn("0.40 s, worst 0.40 s", rows["mixed", "latency-first"])
+        self.assertEqual(sorted(rows), [("mixed", "balanced"), ("mixed", "latency-first")])
+        self.assertEqual(bench.hand_back_speed(results, ["balanced"], ["pair"]), [])
+
     def test_figures(self):
         self.assertEqual(bench.fmt_val(73740), "73.7k")
         self.assertEqual(bench.fmt_val(1.2e6), "1.2M")

@@ -13,7 +13,10 @@ Time to place: seconds from the caller's t0 (a pair's start, a client's
 start or its session's) until the first poll that found every task of a
 group allowed on exactly one CPU, the same one (Cpus_allowed_list in
 /proc/TID/status). Its resolution is the poll interval plus one poll. A
-group that was packed and later was not is counted (undone).
+group that was packed and later was not is counted (undone), and the last
+time that happened is kept, with whether it was packed at the last poll
+that found it: a trial switches a group back and forth, and the last unpack
+of one unpacked at the end is when it was handed back.
 
 CPUs touched: the distinct CPUs that field 39 of /proc/TID/stat (the CPU the
 task ran on last) showed at the polls inside the measured window, over all
@@ -89,6 +92,7 @@ class Watch(threading.Thread):
         self.packed_at = None  # per group: monotonic time of the first packed poll
         self.packed_now = None
         self.undone = None  # per group: packed once, not packed at a later poll
+        self.unpacked_at = None  # per group: monotonic time of the last packed -> not
         self.in_window = False
         self.touched = set()
         self.window_polls = 0
@@ -110,6 +114,7 @@ class Watch(threading.Thread):
         if self.groups is None:
             n = len(groups)
             self.packed_at, self.packed_now, self.undone = [None] * n, [False] * n, [False] * n
+            self.unpacked_at = [None] * n
         else:
             self._close()
         self.groups, self.tids = groups, tids
@@ -143,6 +148,7 @@ class Watch(threading.Thread):
                 self.packed_at[i] = now
             if self.packed_now[i] and not one:
                 self.undone[i] = True
+                self.unpacked_at[i] = now
             self.packed_now[i] = one
         if self.in_window:
             self.window_polls += 1
@@ -181,6 +187,9 @@ class Watch(threading.Thread):
         return {"packed_after_s": None if not each or None in each else max(each),
                 "packed_each_s": each,
                 "packed_undone": sum(self.undone or []),
+                "unpacked_last_each_s": [None if t is None else round(t - t0, 3)
+                                         for t in self.unpacked_at or []],
+                "packed_at_end": list(self.packed_now or []),
                 "watch_polls": self.polls,
                 "t0_monotonic_s": round(t0, 6)}
 
