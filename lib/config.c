@@ -131,6 +131,7 @@ static const Profile builtin_profiles[] = {
                 .min_gain_pct = 10,
                 .trial_ticks = 4,
                 .trial_max_ticks = 16,
+                .trial_recheck_max_ticks = 8,
                 .trial_keep_pct = 90,
                 .trial_max_run_loss_pct = 25,
                 .trial_backoff_ms = 30000,
@@ -162,6 +163,7 @@ static const Profile builtin_profiles[] = {
                 .min_gain_pct = 5,
                 .trial_ticks = 4,
                 .trial_max_ticks = 16,
+                .trial_recheck_max_ticks = 8,
                 .trial_keep_pct = 100,
                 .trial_max_run_loss_pct = 25,
                 .trial_backoff_ms = 30000,
@@ -193,6 +195,7 @@ static const Profile builtin_profiles[] = {
                 .min_gain_pct = 3,
                 .trial_ticks = 4,
                 .trial_max_ticks = 16,
+                .trial_recheck_max_ticks = 8,
                 .trial_keep_pct = 103,
                 .trial_max_run_loss_pct = 25,
                 .trial_backoff_ms = 30000,
@@ -563,6 +566,7 @@ static const ConfigItem profile_items[] = {
         ITEM_UINT("trial", "backoff_ms", Profile, trial_backoff_ms, 0, 86400000),
         ITEM_UINT("trial", "recheck_s", Profile, trial_recheck_s, 1, 86400),
         ITEM_UINT("trial", "recheck_drift_pct", Profile, trial_recheck_drift_pct, 1, 10000),
+        ITEM_UINT("trial", "recheck_max_ticks", Profile, trial_recheck_max_ticks, 1, 600),
 };
 
 /* ---- Directories ---- */

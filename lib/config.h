@@ -117,6 +117,7 @@ typedef struct Profile {
         unsigned trial_backoff_ms;       /* not tried again this long after a revert (doubling) */
         unsigned trial_recheck_s; /* a kept placement re-checked this long after (doubling) */
         unsigned trial_recheck_drift_pct; /* ... and at once when its progress moves this far */
+        unsigned trial_recheck_max_ticks; /* a re-check's most weighed windows (a short one) */
 } Profile;
 
 typedef enum WakeSourceKind {

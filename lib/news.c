@@ -184,6 +184,11 @@ NewsReason news_pending(const News *n, const NewsView *v, pid_t *ret_tid) {
         return NEWS_NONE;
 }
 
+/* A kept placement that half drifted at the last tick: a quick tick looks again. */
+static bool news_trial_closer(const PlanTrial *t) {
+        return t->verdict == TRIAL_KEPT && t->closer;
+}
+
 bool news_group_worth_quick(const Group *g) {
         return MAX(g->wake_rate, g->handoff_rate) >= NEWS_QUICK_MIN_RATE;
 }
@@ -209,8 +214,9 @@ bool *news_focus(const News *n, const NewsView *v, const Group *groups, unsigned
         qsort(noted, n_fresh, sizeof(noted[0]), cmp_u64);
         for (unsigned i = 0; i < n_groups; i++) {
                 const PlanGroup *was = plan_find_group(v->plan, groups[i].id);
-                bool unsettled =
-                        !was || was->waiting || (!advise && was->trial.verdict == TRIAL_RUNNING);
+                bool unsettled = !was || was->waiting ||
+                                 (!advise && (was->trial.verdict == TRIAL_RUNNING ||
+                                              news_trial_closer(&was->trial)));
                 focus[i] = (unsettled && news_group_worth_quick(&groups[i])) ||
                            bsearch(&groups[i].id, noted, n_fresh, sizeof(noted[0]), cmp_u64);
         }
@@ -222,7 +228,8 @@ bool news_quick_wanted(const Group *groups, unsigned n_groups, const Plan *plan,
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg &&
                     ((pg->waiting && groups[i].n_tasks <= NEWS_QUICK_MAX_TASKS) ||
-                     (!advise && pg->trial.verdict == TRIAL_RUNNING)) &&
+                     (!advise &&
+                      (pg->trial.verdict == TRIAL_RUNNING || news_trial_closer(&pg->trial)))) &&
                     news_group_worth_quick(&groups[i]))
                         return true;
         }

@@ -143,7 +143,8 @@ bool news_group_worth_quick(const Group *g);
  * news_focus() - a quick tick's focus (policy.h, "Quick ticks"): per group,
  * whether the tick was brought forward for it: a task of it noted in the
  * last NEWS_NOTE_FRESH_NS, or busy enough and new to v->plan (the last
- * tick's), waiting to be measured or on trial (not advise only).
+ * tick's), waiting to be measured, on trial, or kept and asking for a
+ * closer look (PlanTrial.closer: half drifted; not advise only).
  * Return: a bool per group (the caller frees it), NULL out of memory.
  */
 bool *news_focus(const News *n, const NewsView *v, const Group *groups, unsigned n_groups,
@@ -152,8 +153,9 @@ bool *news_focus(const News *n, const NewsView *v, const Group *groups, unsigned
 /*
  * news_quick_wanted() - whether a busy enough group of at most
  * NEWS_QUICK_MAX_TASKS tasks waits to be measured in plan, or a busy enough
- * group is on trial (and not advised only): the next tick is worth having
- * soon. A bigger new group waits for the regular tick.
+ * group is on trial or kept and asks for a closer look (and not advised
+ * only): the next tick is worth having soon. A bigger new group waits for
+ * the regular tick.
  */
 bool news_quick_wanted(const Group *groups, unsigned n_groups, const Plan *plan, bool advise);
 

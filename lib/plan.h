@@ -64,6 +64,8 @@ const char *plan_slice_to_string(PlanSlice s);
  * recheck_drift_pct away from its figure at the verdict, or its tasks wait
  * for a CPU more than max_run_loss_pct of a CPU longer than then. Its
  * verdict is a trial's: an undecided re-check is a tie, and hands back.
+ * A tick whose window saw half such a drift (a change that began within it)
+ * asks for a quick tick to look again (closer), not for a re-check.
  */
 typedef enum TrialVerdict {
         TRIAL_NONE,     /* not tried yet (or the last trial was cut short) */
@@ -155,6 +157,7 @@ typedef struct PlanTrial {
         uint64_t recheck_ns; /* kept: re-checked by a switchback at this time */
         double kept_rate;    /* kept: progress placed at the verdict, for drift */
         double kept_wait;    /* ... and run-queue wait */
+        bool closer;         /* kept: half drifted this tick, not at the last: look again soon */
 } PlanTrial;
 
 /* "none", "running", "kept", "reverted"; NULL out of range. */

@@ -75,6 +75,7 @@ static json_object *trial_to_json(const PlanTrial *t) {
         json_object_object_add(o, "recheck_ns", json_object_new_uint64(t->recheck_ns));
         json_object_object_add(o, "kept_rate", json_object_new_double(t->kept_rate));
         json_object_object_add(o, "kept_wait", json_object_new_double(t->kept_wait));
+        json_object_object_add(o, "closer", json_object_new_boolean(t->closer));
         return o;
 }
 
@@ -251,6 +252,7 @@ static int trial_from_json(json_object *o, PlanTrial *t) {
         (void)get_u64(tr, "recheck_ns", &t->recheck_ns);
         t->kept_rate = get_double(tr, "kept_rate");
         t->kept_wait = get_double(tr, "kept_wait");
+        t->closer = get_bool(tr, "closer");
         return 0;
 }
 

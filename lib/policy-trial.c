@@ -50,9 +50,21 @@
  * once when its progress moves recheck_drift_pct away from its figure at
  * the verdict or its tasks wait for a CPU max_run_loss_pct of a CPU longer:
  * a lockstep pair that became a pipeline of two busy stages stops gaining
- * from one CPU, and the re-check hands it back. A re-check still
- * undecided after max_ticks hands the placement back too, as a trial's
- * tie does: what is kept is a gain measured now, not one measured once.
+ * from one CPU, and the re-check hands it back. A re-check is a short
+ * switchback, recheck_max_ticks (8) weighed windows at most where a trial
+ * has max_ticks (16): it confirms a gain measured before, and one that
+ * still straddles keep_pct after them is a tie and hands the placement back,
+ * as a trial's tie does: what is kept is a gain measured now, not one
+ * measured once. Ten windows fit in the quick ticks' burst, so a placement
+ * that stopped helping is handed back within a second of its re-check; 18
+ * outlast it (beside hackbench, ties came 2.2-2.5 s after the re-check).
+ *
+ * A kept placement is watched at regular ticks, a second apart, and a
+ * change that begins within one tick's window shows only part of itself
+ * there: beside hackbench, 7 of 16 drifts were seen a tick late, 1.4-1.55 s
+ * after hackbench started. A tick that sees half a drift (the progress
+ * 1.22x away, half the band in logs, or half the wait) marks it closer, and
+ * a quick tick looks again: its window lies wholly after the change.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -170,17 +182,24 @@ static void trial_add_window(PlanTrial *t, const Group *g) {
         t->arm = policy_trial_arm(t->windows);
 }
 
+/* Whether a kept placement's figures moved share of the way to a drift: its
+ * progress by that share of the band (in logs: 1.5x, 1.22x at half), or its
+ * wait by that share of max_run_loss_pct. */
+static bool trial_drifted_by(const Profile *p, const PlanTrial *t, const Group *g, double share) {
+        if (t->verdict != TRIAL_KEPT || g->unmeasured)
+                return false;
+        double x = policy_trial_progress(g, t->measure), k = t->kept_rate;
+        double band = pow(1.0 + p->trial_recheck_drift_pct / 100.0, share);
+        bool moved = k > 0 && (x * band < k || x > k * band);
+        bool waits = (g->runq_wait - t->kept_wait) * 100 > share * p->trial_max_run_loss_pct;
+        return moved || waits;
+}
+
 bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) {
         assert(p);
         assert(t);
         assert(g);
-        if (t->verdict != TRIAL_KEPT || g->unmeasured)
-                return false;
-        double x = policy_trial_progress(g, t->measure), k = t->kept_rate;
-        double band = 1.0 + p->trial_recheck_drift_pct / 100.0;
-        bool moved = k > 0 && (x * band < k || x > k * band);
-        bool waits = (g->runq_wait - t->kept_wait) * 100 > p->trial_max_run_loss_pct;
-        return moved || waits;
+        return trial_drifted_by(p, t, g, 1.0);
 }
 
 /* Hands the group back after a verdict against it. */
@@ -211,7 +230,8 @@ static void trial_judge(const Profile *p, PlanTrial *t, const char *cls, uint64_
         if (weighed < MAX(p->trial_ticks, 2u) || weighed % 2)
                 return; /* a verdict weighs whole pairs */
         double keep = p->trial_keep_pct / 100.0;
-        bool last = weighed >= MAX(p->trial_max_ticks, p->trial_ticks);
+        unsigned most = t->recheck ? p->trial_recheck_max_ticks : p->trial_max_ticks;
+        bool last = weighed >= MAX(most, p->trial_ticks);
         bool waits = t->placed.delay_us > p->runq_delay_budget_us &&
                      t->placed.delay_us > t->kernel.delay_us;
         bool squeezed = t->measure == TRIAL_BY_HANDOFFS &&
@@ -248,6 +268,8 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *memory
          * iperf3 stream tried it again 22 s into a 30 s back-off, and never
          * doubled it). */
         PlanTrial t = memory ? memory->trial : (PlanTrial){ 0 };
+        bool closer = t.closer; /* this tick is the look again it asked for */
+        t.closer = false;
         bool was = prev && prev->managed && !prev->waiting;
         const char *cls = group_class_to_string(g->class);
 
@@ -284,6 +306,11 @@ void policy_trial_step(const Profile *p, const Group *g, const PlanGroup *memory
         bool drifted = policy_trial_drifted(p, &t, g);
         if (t.verdict == TRIAL_KEPT && (now_ns >= t.recheck_ns || drifted))
                 trial_start(&t, t.measure, true, drifted); /* this tick opens its first window */
+        else if (t.verdict == TRIAL_KEPT)
+                /* A change that began within this tick's window shows part of
+                 * itself: look again at a quick tick (once: a half drift that
+                 * stays waits for the next regular tick). */
+                t.closer = !closer && trial_drifted_by(p, &t, g, 0.5);
         else if (t.verdict == TRIAL_RUNNING) {
                 trial_add_window(&t, g);
                 /* A stream after all, by the kernel's first window: a whole window of it

@@ -50,7 +50,8 @@
  *                                        "kernel": { ...as placed... },
  *                                        "tie": false, "reverts": N, "retry_ns": N,
  *                                        "checks": N, "recheck_ns": N,
- *                                        "kept_rate": 1.0, "kept_wait": 1.0 } }, ... ],
+ *                                        "kept_rate": 1.0, "kept_wait": 1.0,
+ *                                        "closer": false } }, ... ],
  *               "slices": { "system.slice": "0-7", "user.slice": "0-7",
  *                           "machine.slice": "0-7" },      // "" = not confined
  *               "slices_since_ns": N, "slice_reason": "...",

@@ -144,6 +144,9 @@ static void assert_profile_equal(const Profile *a, const Profile *b) {
         assert_int_equal(a->pair_min_wake_rate, b->pair_min_wake_rate);
         assert_int_equal(a->trial_ticks, b->trial_ticks);
         assert_int_equal(a->trial_max_ticks, b->trial_max_ticks);
+        assert_int_equal(a->trial_recheck_max_ticks, b->trial_recheck_max_ticks);
+        assert_int_equal(a->trial_recheck_s, b->trial_recheck_s);
+        assert_int_equal(a->trial_recheck_drift_pct, b->trial_recheck_drift_pct);
         assert_int_equal(a->trial_keep_pct, b->trial_keep_pct);
         assert_int_equal(a->trial_max_run_loss_pct, b->trial_max_run_loss_pct);
         assert_int_equal(a->trial_backoff_ms, b->trial_backoff_ms);
@@ -372,6 +375,9 @@ static void test_shipped_files_uncommented(void **state) {
                                                     "keep_pct",
                                                     "max_run_loss_pct",
                                                     "backoff_ms",
+                                                    "recheck_s",
+                                                    "recheck_drift_pct",
+                                                    "recheck_max_ticks",
                                                     "min_workers",
                                                     "llc_headroom_pct",
                                                     "busy_pct",

@@ -317,6 +317,21 @@ static void test_focus_and_settled(void **state) {
         t_plan_group(t, 60)->trial.verdict = TRIAL_KEPT;
         t_plan_group(t, 60)->managed = true;
         assert_false(news_plan_settled(t->plan, false));
+        /* A kept placement that half drifted asks for a quick tick and its
+         * focus (policy-trial.c: a closer look); advised, nothing is kept. */
+        assert_false(news_quick_wanted(t->groups, t->n_groups, t->plan, false));
+        t_plan_group(t, 60)->trial.closer = true;
+        assert_true(news_quick_wanted(t->groups, t->n_groups, t->plan, false));
+        assert_false(news_quick_wanted(t->groups, t->n_groups, t->plan, true));
+        {
+                _cleanup_free_ bool *closer =
+                        news_focus(&t->news, &t->view, t->groups, t->n_groups, false);
+                assert_non_null(closer);
+                for (unsigned i = 0; i < t->n_groups; i++)
+                        assert_int_equal(closer[i], t->groups[i].tasks[0].tid == 60 ||
+                                                            t->groups[i].tasks[0].tid == 61);
+        }
+        t_plan_group(t, 60)->trial.closer = false;
         t_plan_group(t, 60)->managed = false;
         assert_true(news_plan_settled(t->plan, false));
 
