@@ -281,10 +281,24 @@ class Report(unittest.TestCase):
         # 0.8, 2.5 and 1.2 s: median 1.2, worst 2.5, two within 2 s; one kept,
         # two not packed when hackbench began.
         self.assertEqual(rows["mixed", "balanced"],
-                         "| mixed | balanced | 1.20 s, worst 2.50 s, within 2 s in 2 of 3 | 1 | 2 |")
+                         "| mixed | balanced | 1.20 s, worst 2.50 s, within 2 s in 2 of 3 | 1 | 2 | – |")
         self.assertIn("0.40 s, worst 0.40 s", rows["mixed", "latency-first"])
         self.assertEqual(sorted(rows), [("mixed", "balanced"), ("mixed", "latency-first")])
         self.assertEqual(bench.hand_back_speed(results, ["balanced"], ["pair"]), [])
+
+        # Where the run has it, the contention begins with hackbench's
+        # messaging, after its setup forked its tasks: a pair unpacked 1.3 s
+        # after hackbench started was handed back 0.5 s after the messaging
+        # began; one unpacked during the setup was not packed when it began.
+        timed = lambda last, msg: dict(run(last), messaging_after_s=msg)
+        self.assertAlmostEqual(bench.handed_back(timed(4.3, 3.8)), 0.5)
+        self.assertIsNone(bench.handed_back(timed(3.5, 3.8)))
+        results = {"mixed": {"balanced": [timed(4.3, 3.8), timed(5.9, 3.6), timed(3.5, 3.8)]}}
+        line = [l for l in bench.hand_back_speed(results, ["balanced"], ["mixed"])
+                if l.startswith("| mixed")]
+        # 0.5 and 2.3 s: median 1.4; setups 0.8, 0.6 and 0.8 s: median 0.8.
+        self.assertEqual(line, ["| mixed | balanced | 1.40 s, worst 2.30 s, within 2 s in 1 of 2"
+                                " | 0 | 1 | 0.80 s |"])
 
     def test_figures(self):
         self.assertEqual(bench.fmt_val(73740), "73.7k")
