@@ -184,9 +184,10 @@ NewsReason news_pending(const News *n, const NewsView *v, pid_t *ret_tid) {
         return NEWS_NONE;
 }
 
-/* A kept placement that half drifted at the last tick: a quick tick looks again. */
-static bool news_trial_closer(const PlanTrial *t) {
-        return t->verdict == TRIAL_KEPT && t->closer;
+/* A placement on trial, or kept and half drifted at the last tick (a closer
+ * look): a quick tick weighs its next window. */
+static bool news_trial_wants_quick(const PlanTrial *t) {
+        return t->verdict == TRIAL_RUNNING || (t->verdict == TRIAL_KEPT && t->closer);
 }
 
 bool news_group_worth_quick(const Group *g) {
@@ -214,9 +215,8 @@ bool *news_focus(const News *n, const NewsView *v, const Group *groups, unsigned
         qsort(noted, n_fresh, sizeof(noted[0]), cmp_u64);
         for (unsigned i = 0; i < n_groups; i++) {
                 const PlanGroup *was = plan_find_group(v->plan, groups[i].id);
-                bool unsettled = !was || was->waiting ||
-                                 (!advise && (was->trial.verdict == TRIAL_RUNNING ||
-                                              news_trial_closer(&was->trial)));
+                bool unsettled =
+                        !was || was->waiting || (!advise && news_trial_wants_quick(&was->trial));
                 focus[i] = (unsettled && news_group_worth_quick(&groups[i])) ||
                            bsearch(&groups[i].id, noted, n_fresh, sizeof(noted[0]), cmp_u64);
         }
@@ -228,8 +228,7 @@ bool news_quick_wanted(const Group *groups, unsigned n_groups, const Plan *plan,
                 const PlanGroup *pg = plan_find_group(plan, groups[i].id);
                 if (pg &&
                     ((pg->waiting && groups[i].n_tasks <= NEWS_QUICK_MAX_TASKS) ||
-                     (!advise &&
-                      (pg->trial.verdict == TRIAL_RUNNING || news_trial_closer(&pg->trial)))) &&
+                     (!advise && news_trial_wants_quick(&pg->trial))) &&
                     news_group_worth_quick(&groups[i]))
                         return true;
         }

@@ -1105,7 +1105,7 @@ def handed_back(run):
 
 def hand_back_speed(results, configs, workloads):
     """How soon each profile handed a pair back once a contention began
-    (mixed: hackbench started beside a pair placed alone): median and worst
+    (contention_began; mixed: hackbench beside a pair placed alone): median and worst
     over the runs that had it packed then, how many kept it to the end, and
     how many runs were within HAND_BACK_S. Shown, not judged: beside
     hackbench packing sometimes does help (a re-check may keep it)."""
@@ -1114,11 +1114,9 @@ def hand_back_speed(results, configs, workloads):
         if WORKLOADS[w].part_of:
             continue
         for c in configs:
-            runs = results[w].get(c) or []
-            if not placed_config(c) or placed_config(c)[1] or \
-                    not any("contended_after_s" in r for r in runs):
+            ran = [r for r in results[w].get(c) or [] if "contended_after_s" in r]
+            if not placed_config(c) or placed_config(c)[1] or not ran:
                 continue
-            ran = [r for r in runs if "contended_after_s" in r]
             got = [handed_back(r) for r in ran]
             secs = sorted(x for x in got if isinstance(x, float))
             kept, none = got.count("kept"), got.count(None)
