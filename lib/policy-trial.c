@@ -202,6 +202,11 @@ bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g) 
         return trial_drifted_by(p, t, g, 1.0);
 }
 
+bool policy_trial_placed_before(const PlanTrial *t) {
+        assert(t);
+        return t->verdict != TRIAL_NONE || t->windows > 0 || t->reverts > 0;
+}
+
 /* Hands the group back after a verdict against it. */
 static void trial_revert(const Profile *p, PlanTrial *t, const char *cls, TrialBack why,
                          uint64_t now_ns, PlanGroup *pg) {

@@ -29,6 +29,14 @@ double policy_trial_progress(const Group *g, TrialMeasure m);
  */
 bool policy_trial_drifted(const Profile *p, const PlanTrial *t, const Group *g);
 
+/*
+ * Return: whether the group whose trial memory is t was ever placed: it
+ * was tried (a switchback ran, a verdict came, or one was cut short after
+ * its windows began). What placed did to a group stands for the dwell; a
+ * group it never placed is decided afresh at each tick that decides it.
+ */
+bool policy_trial_placed_before(const PlanTrial *t);
+
 /* Return: the side of a switchback's window-th window (0: placed; ABBA order). */
 TrialArm policy_trial_arm(unsigned window);
 

@@ -796,8 +796,12 @@ static void decide_group(Ctx *c, unsigned i, PlanGroup *pg) {
         pg->widen = prev ? prev->widen + (widen ? 1 : 0) : 0;
 
         /* The previous decision stands for dwell_ms, and while a new member
-         * keeps the group unmeasured; a pack-with set follows its first member. */
+         * keeps the group unmeasured; a pack-with set follows its first member.
+         * Only what placed did stands: a group it never placed was left on a
+         * glimpse (a new pair's first decision comes at a quick tick, from a
+         * window of a few milliseconds), and leaving it moved nothing. */
         bool keep = prev && !prev->waiting && !widen && ks.n > 0 &&
+                    (prev->managed || policy_trial_placed_before(&prev->trial)) &&
                     prev_still_valid(prev, ks.cpus[0]) &&
                     (g->unmeasured ||
                      c->in->now_ns < prev->since_ns + (uint64_t)p->dwell_ms * 1000000ULL) &&

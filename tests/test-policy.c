@@ -1572,6 +1572,47 @@ static void test_mesh_on_vm_left_to_kernel(void **state) {
         scenario_done(&s);
 }
 
+/*
+ * The dwell holds what placed did, not a group it never placed: a new pair's
+ * first decision comes at a quick tick from a window of a few milliseconds,
+ * and a leave on that glimpse (its tasks ran at once for half a CPU) held
+ * it spread for the dwell, 5 s. Measured again 100 ms later, it is placed. A group placed before
+ * and then left to the kernel (too light) stays left for the dwell, however busy it gets again.
+ */
+static void test_dwell_holds_what_placed_did(void **state) {
+        Scenario s;
+        Profile p = profile("balanced");
+        Fig glimpse = { 130, 1.5, 0, 5, 0 }, spread = { 120, 0.92, 0, 5, 0 };
+        Fig placed = { 200, 0.95, 0, 5, 0 }, light = { 10, 0.01, 0, 5, 0 };
+        scenario_init(&s, "topo-vm2", 0.0);
+        Group *g = add_group(&s, GROUP_PAIR, 2, 1.5, NULL);
+        g->wake_rate = 1000;
+        Plan *plan = switch_tick(&s, g, &p, NULL, SEC_NS, &glimpse, &glimpse);
+        assert_false(pg_of(plan, g)->managed);
+        assert_non_null(strstr(pg_of(plan, g)->reason, "ran at once for 50% of a CPU"));
+        plan = switch_tick(&s, g, &p, plan, SEC_NS + 100 * 1000000ULL, &spread, &spread);
+        assert_true(pg_of(plan, g)->managed);
+
+        /* Kept for its gain, then, past the dwell, left: too light. */
+        uint64_t now = SEC_NS + 100 * 1000000ULL;
+        (void)run_trial(&s, g, &p, &plan, &now, &placed, &spread);
+        assert_int_equal(pg_of(plan, g)->trial.verdict, TRIAL_KEPT);
+        g->wake_rate = 10;
+        now += (uint64_t)p.dwell_ms * 1000000ULL + SEC_NS;
+        plan = switch_tick(&s, g, &p, plan, now, &light, &light);
+        assert_false(pg_of(plan, g)->managed);
+        assert_non_null(strstr(pg_of(plan, g)->reason, "under min_wakeups_per_sec"));
+        /* Busy again within the dwell: that hand-back stands. */
+        g->wake_rate = 1000;
+        plan = switch_tick(&s, g, &p, plan, now + SEC_NS, &spread, &spread);
+        assert_false(pg_of(plan, g)->managed);
+        plan = switch_tick(&s, g, &p, plan, now + (uint64_t)p.dwell_ms * 1000000ULL + SEC_NS,
+                           &spread, &spread);
+        assert_true(pg_of(plan, g)->managed);
+        plan_free(plan);
+        scenario_done(&s);
+}
+
 /* A group not yet measured over a whole tick looks idle; placing it on
  * that guess pinned a hackbench mesh to one CPU for the whole dwell. */
 static void test_unmeasured_waits(void **state) {
@@ -2649,6 +2690,7 @@ int main(void) {
                 cmocka_unit_test(test_trial_recheck_stream),
                 cmocka_unit_test(test_trial_measure_change),
                 cmocka_unit_test(test_pair_min_wake_rate),
+                cmocka_unit_test(test_dwell_holds_what_placed_did),
                 cmocka_unit_test(test_trial_noise),
                 cmocka_unit_test(test_pair_stream_left_alone),
                 cmocka_unit_test(test_plan_names),
