@@ -1575,9 +1575,10 @@ static void test_mesh_on_vm_left_to_kernel(void **state) {
 /*
  * The dwell holds what placed did, not a group it never placed: a new pair's
  * first decision comes at a quick tick from a window of a few milliseconds,
- * and a leave on that glimpse (its tasks ran at once for half a CPU) held
- * it spread for the dwell, 5 s. Measured again 100 ms later, it is placed. A group placed before
- * and then left to the kernel (too light) stays left for the dwell, however busy it gets again.
+ * and a leave on that glimpse (its tasks ran at once for half a CPU) would
+ * hold it spread for the dwell, 5 s. Measured again 100 ms later, it is
+ * placed. A group placed before and then left to the kernel (too light)
+ * stays left for the dwell, however busy it gets again.
  */
 static void test_dwell_holds_what_placed_did(void **state) {
         Scenario s;
