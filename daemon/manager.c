@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,6 +287,33 @@ void manager_follow_lost(Manager *m) {
 }
 
 /* Starts or stops watching the power-profiles API as [daemon] follow says. */
+/*
+ * placed's own nice ([daemon] nice), at start and when a reload changes it:
+ * its ticks must come on time when the machine is busiest, as that is when a
+ * placement may stop helping (docs/design.md, "Decisions judged by
+ * outcome"). A nice it may not take (no CAP_SYS_NICE, as in a container) is
+ * named and set aside: placed runs on at the one it has. PRIO_PROCESS sets
+ * the calling thread's, and placed has one.
+ */
+static void manager_apply_nice(Manager *m) {
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, 0);
+        if (now == -1 && errno != 0) {
+                log_warning_errno(errno, "Cannot read placed's own nice: %m; left as it is.");
+                return;
+        }
+        if (now == m->config.nice)
+                return;
+        if (setpriority(PRIO_PROCESS, 0, m->config.nice) < 0) {
+                log_warning_errno(errno,
+                                  "Cannot run at nice %d ([daemon] nice): %m; running at nice %d, "
+                                  "so on a busy machine ticks may come late.",
+                                  m->config.nice, now);
+                return;
+        }
+        log_debug("Running at nice %d ([daemon] nice), was %d.", m->config.nice, now);
+}
+
 static void manager_apply_follow(Manager *m) {
         if (m->config.follow == FOLLOW_POWER_PROFILES) {
                 if (m->followed.state == FOLLOW_STATE_OFF)
@@ -474,6 +502,7 @@ int manager_start(Manager *m) {
 
         m->mode = (m->opts.dry_run || m->config.dry_run) ? MANAGER_ADVISE : MANAGER_ENFORCE;
         m->interval_ms = m->opts.interval_ms ? m->opts.interval_ms : m->config.interval_ms;
+        manager_apply_nice(m);
 
         r = manager_load_topology(m->opts.sysfs_root, &m->topo);
         if (r < 0)
@@ -615,6 +644,7 @@ int manager_reload(Manager *m, char **err) {
                 (void)manager_reset_profile(m);
         }
         manager_apply_follow(m);
+        manager_apply_nice(m);
         (void)manager_update_profile(m);
 
         if (!m->opts.interval_ms && m->interval_ms != m->config.interval_ms) {

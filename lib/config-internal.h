@@ -71,6 +71,8 @@ bool config_profile_name_is_valid(const char *name);
 
 int config_parse_bool(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
 int config_parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
+/* A nice value, -20..19, into an int. */
+int config_parse_nice(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
 int config_parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
 int config_parse_enum(ParseFile *pf, const ConfigItem *item, const char *value, void *field);
 int config_parse_string(ParseFile *pf, const ConfigItem *item, const char *value, void *field);

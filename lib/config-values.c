@@ -61,6 +61,17 @@ int config_parse_unsigned(ParseFile *pf, const ConfigItem *item, const char *val
         return 0;
 }
 
+int config_parse_nice(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end != '\0' || errno == ERANGE || v < -20 || v > 19)
+                return config_parse_error(pf, BAD_VALUE, item->section, item->key, value,
+                                          "expected a nice value, -20..19");
+        *(int *)field = (int)v;
+        return 0;
+}
+
 /* A key placed no longer uses: checked like a number, then ignored, so old files still load. */
 int config_parse_obsolete(ParseFile *pf, const ConfigItem *item, const char *value, void *field) {
         unsigned ignored;

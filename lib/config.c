@@ -254,6 +254,7 @@ void config_defaults(Config *ret) {
         ret->sample_period = 1;
         ret->wake_rest_ms = 2000;
         ret->wake_look_s = 10;
+        ret->nice = -10;
         ret->metrics_textfile[0] = '\0';
         ret->metrics_every_ticks = 15;
         ret->follow = FOLLOW_NONE;
@@ -525,6 +526,7 @@ static const ConfigItem config_items[] = {
         ITEM_UINT("daemon", "wake_rest_ms", Config, wake_rest_ms, 0, 3600000),
         ITEM_UINT("daemon", "wake_look_s", Config, wake_look_s, 1, 3600),
         ITEM_ENUM("daemon", "follow", Config, follow, follow_kind),
+        ITEM("daemon", "nice", config_parse_nice, Config, nice),
         ITEM_STR("follow", "power-saver", config_parse_profile_name, Config, follow_map[0]),
         ITEM_STR("follow", "balanced", config_parse_profile_name, Config, follow_map[1]),
         ITEM_STR("follow", "performance", config_parse_profile_name, Config, follow_map[2]),

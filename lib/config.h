@@ -154,6 +154,7 @@ typedef struct Config {
         unsigned wake_rest_ms;  /* the sampler rests after this long with nothing new; 0 never */
         unsigned wake_look_s;   /* resting, it looks again this often */
         FollowKind follow;
+        int nice; /* placed's own nice (-20..19): its ticks on time on a busy machine */
 
         /* [follow]: placed's profile for power-saver, balanced and performance */
         char follow_map[FOLLOW_PPD_PROFILES][PROFILE_NAME_MAX];

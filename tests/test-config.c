@@ -184,6 +184,7 @@ static void assert_settings_equal(const Config *a, const Config *b) {
         assert_string_equal(a->metrics_textfile, b->metrics_textfile);
         assert_int_equal(a->metrics_every_ticks, b->metrics_every_ticks);
         assert_int_equal(a->follow, b->follow);
+        assert_int_equal(a->nice, b->nice);
         for (unsigned i = 0; i < FOLLOW_PPD_PROFILES; i++)
                 assert_string_equal(a->follow_map[i], b->follow_map[i]);
         assert_int_equal(a->n_exclude_comm, b->n_exclude_comm);
@@ -224,6 +225,7 @@ static void test_defaults(void **state) {
         assert_int_equal(c.sample_period, 1);
         assert_int_equal(c.wake_rest_ms, 2000);
         assert_int_equal(c.wake_look_s, 10);
+        assert_int_equal(c.nice, -10);
         assert_string_equal(c.metrics_textfile, "");
         assert_int_equal(c.metrics_every_ticks, 15);
         assert_int_equal(c.n_exclude_comm, 0);
@@ -365,6 +367,7 @@ static void test_shipped_files_uncommented(void **state) {
                                                    "settled_factor",
                                                    "wake_rest_ms",
                                                    "wake_look_s",
+                                                   "nice",
                                                    NULL };
         static const char *const profile_keys[] = { "description",
                                                     "placement", /* [pair], [fanout], [mesh] */
@@ -422,12 +425,14 @@ static void test_dropins(void **state) {
         Config c;
 
         write_file(t->root, "placed.conf",
-                   "[daemon]\ninterval_ms = 2000\nwake_source = perf\nsample_period = 7\n");
+                   "[daemon]\ninterval_ms = 2000\nwake_source = perf\nsample_period = 7\n"
+                   "nice = -20\n");
         make_dir(t->dropin_dir);
         /* readdir() order is arbitrary: create the later one first */
         write_file(t->dropin_dir, "20-b.conf", "[daemon]\ninterval_ms = 4000\n");
         write_file(t->dropin_dir, "10-a.conf",
-                   "[daemon]\ninterval_ms = 3000\n  dry_run = yes\nsample_period = 9\n");
+                   "[daemon]\ninterval_ms = 3000\n  dry_run = yes\nsample_period = 9\n"
+                   "nice = 19\n");
         write_file(t->dropin_dir, "README", "not ini at all\n");       /* not *.conf */
         write_file(t->dropin_dir, "99-z.conf.bak", "[daemon]\nbad\n"); /* not *.conf */
 
@@ -437,6 +442,7 @@ static void test_dropins(void **state) {
         assert_true(c.dry_run);                            /* from 10-a, indented */
         assert_int_equal(c.sample_period, 9);              /* 10-a after the main file */
         assert_int_equal(c.wake_source, WAKE_SOURCE_PERF); /* main file, untouched */
+        assert_int_equal(c.nice, 19);                      /* both ends of its range */
         config_done(&c);
 
         /* a drop-in masked by a symlink to /dev/null is not read */
@@ -598,6 +604,12 @@ static const ErrorCase error_cases[] = {
         { "trailing junk", "main", "[daemon]\ninterval_ms = 100ms\n", -EINVAL, 2,
           "trailing characters" },
         { "negative", "main", "[daemon]\ninterval_ms = -100\n", -EINVAL, 2, "negative" },
+        { "nice below -20", "main", "[daemon]\nnice = -21\n", -EINVAL, 2,
+          "invalid [daemon] nice \"-21\": expected a nice value, -20..19" },
+        { "nice above 19", "dropin", "[daemon]\nnice = 20\n", -EINVAL, 2, "-20..19" },
+        { "nice not a number", "main", "[daemon]\nnice = high\n", -EINVAL, 2, "-20..19" },
+        { "nice empty", "main", "[daemon]\nnice =\n", -EINVAL, 2, "-20..19" },
+        { "nice with junk", "main", "[daemon]\nnice = -5x\n", -EINVAL, 2, "-20..19" },
         { "overflow", "main", "[daemon]\ninterval_ms = 99999999999999999999999\n", -EINVAL, 2,
           "too large" },
         { "above UINT_MAX", "main", "[daemon]\ninterval_ms = 4294967296\n", -EINVAL, 2,

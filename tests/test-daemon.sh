@@ -5,8 +5,9 @@
 # bad command lines, start-up errors that name the path or value that was
 # wrong, log lines with "<N>" priorities only into the journal
 # (JOURNAL_STREAM) and plain on a terminal, into a file or a pipe,
-# SIGTERM (STOPPING=1, clean exit within a second), and SIGINT at any moment
-# of start-up and shutdown (exit 0).
+# SIGTERM (STOPPING=1, clean exit within a second), SIGINT at any moment
+# of start-up and shutdown (exit 0), and placed's own nice ([daemon] nice) at
+# start, on reload, and where it may not take it (no CAP_SYS_NICE).
 . "$(dirname "$0")/lib/common.sh"
 
 placed=$PLACED_BUILD/placed
@@ -164,9 +165,13 @@ grep -q '^STATUS=Profile balanced (advise)' "$T/notify.log" || fail "no STATUS= 
 wait_for 3 notified WATCHDOG=1 || fail "no WATCHDOG=1 although WATCHDOG_USEC is set"
 grep -q '^placed .* started: profile balanced' "$T/placed.log" || { cat "$T/placed.log"; fail "no plain start message in the log file"; }
 ok "started: READY=1, STATUS=, WATCHDOG=1, plain lines into the log file"
+# Field 19 of stat, after the command's ")".
+nice_of() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $17 }'; }
+[ "$(nice_of $pid)" = -10 ] || fail "placed runs at nice $(nice_of $pid), not [daemon] nice's default -10"
+ok "placed runs at [daemon] nice's default, -10"
 
 # --- SIGHUP reloads: RELOADING=1 with MONOTONIC_USEC, then READY=1
-printf '[daemon]\njournal_dir = %s\nprofile = latency-first\n' "$T/journal" >"$T/etc/placed.conf"
+printf '[daemon]\njournal_dir = %s\nprofile = latency-first\nnice = 5\n' "$T/journal" >"$T/etc/placed.conf"
 : >"$T/notify.log"
 kill -HUP $pid
 wait_for 5 grep -q '^RELOADING=1' "$T/notify.log" || fail "no RELOADING=1"
@@ -176,7 +181,8 @@ grep -q 'Reloading configuration' "$T/placed.log" || fail "reload not logged"
 # Nobody chose a profile (no --profile, no SetProfile): the new default applies.
 wait_for 5 grep -q '^STATUS=Profile latency-first' "$T/notify.log" ||
     fail "the reload did not apply the changed default profile"
-ok "SIGHUP reload: RELOADING=1 + MONOTONIC_USEC, READY=1, the new default profile"
+[ "$(nice_of $pid)" = 5 ] || fail "the reload did not apply nice = 5: placed runs at $(nice_of $pid)"
+ok "SIGHUP reload: RELOADING=1 + MONOTONIC_USEC, READY=1, the new default profile and nice"
 
 # --- a broken file on reload is logged with file and line; placed keeps running
 printf '[daemon]\ninterval_ms = fast\n' >"$T/etc/placed.conf"
@@ -197,6 +203,24 @@ kill -0 $pid 2>/dev/null && fail "placed still running 1 s after SIGTERM"
 wait $pid || fail "placed exited non-zero after SIGTERM: $?"
 notified STOPPING=1 || fail "no STOPPING=1"
 ok "SIGTERM: STOPPING=1, exit 0 within a second"
+
+# --- a nice placed may not take (no CAP_SYS_NICE, as in a container) is
+# named and set aside: it starts, and runs at the nice it has
+cp "$T/good.conf" "$T/etc/placed.conf"
+: >"$T/placed.log"
+setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice "$placed" --foreground --bus none \
+    --config "$T/etc/placed.conf" --profiles-dir "$profiles" --interval-ms 100 --dry-run \
+    >"$T/placed.log" 2>&1 &
+pid=$!
+at_exit "kill -KILL $pid 2>/dev/null"
+wait_for 5 grep -q 'started: profile' "$T/placed.log" ||
+    { cat "$T/placed.log"; fail "placed without CAP_SYS_NICE did not start"; }
+said=$(grep -m1 'Cannot run at nice -10 (\[daemon\] nice): .*; running at nice' "$T/placed.log") ||
+    { cat "$T/placed.log"; fail "placed without CAP_SYS_NICE did not say it could not take its nice"; }
+[ "$(nice_of $pid)" = "$(nice_of $$)" ] || fail "placed runs at nice $(nice_of $pid), this shell at $(nice_of $$)"
+kill -TERM $pid
+wait $pid || fail "placed without CAP_SYS_NICE exited non-zero after SIGTERM: $?"
+ok "without CAP_SYS_NICE: started at nice $(nice_of $$), saying \"${said#<[0-9]>}\""
 
 # --- SIGINT ends like SIGTERM (exit 0, "Stopping."), whenever it comes
 # (issue 25): at the earliest moment (placed's main() has blocked it: before

@@ -11,8 +11,9 @@
 # reaching active through READY=1, busctl reading ActiveProfile on the
 # system bus, placectl over the system bus, the bus policy and the polkit
 # path refusing an unprivileged caller, "systemctl reload", SIGKILL of the
-# main process running ExecStopPost (placed --restore) and the restart, and
-# "systemctl stop" ending with Result=success. With Debian's real
+# main process running ExecStopPost (placed --restore) and the restart, the
+# sandbox and the nice placed runs at as applied, and "systemctl stop" ending
+# with Result=success. With Debian's real
 # power-profiles-daemon started by the namespace's systemd, [daemon] follow =
 # power-profiles: "powerprofilesctl set power-saver" makes ActiveProfile
 # power-first within a second, a hold and "placectl profile NAME" win until
@@ -288,6 +289,13 @@ caps=$(in_ns grep CapBnd /proc/"$mainpid"/status | awk '{ print $2 }')
 echo "$mi" | awk -v d=$textdir '$5 == d { print $6 }' | grep -q '^rw' ||
     fail "$textdir is not writable for placed"
 ok "sandbox applied: /usr /etc /var read-only but $textdir, /sys/devices/system/cpu rw, CapBnd $caps"
+# Its ticks go first: [daemon] nice, -10 as shipped, under the sandbox's
+# system call filter. Field 19 of stat, after the command's ")".
+got_nice=$(in_ns cat /proc/"$mainpid"/stat | sed 's/.*) //' | awk '{ print $17 }')
+[ "$got_nice" = -10 ] || fail "placed runs at nice $got_nice, not [daemon] nice's -10"
+! in_ns journalctl -u placed --no-pager -o cat | grep -q "Cannot run at nice" ||
+    fail "placed could not take its nice: $(in_ns journalctl -u placed --no-pager -o cat | grep "Cannot run at nice")"
+ok "placed runs at its [daemon] nice, -10"
 
 # --- 10. systemctl stop: Result=success
 in_ns systemctl stop placed || fail "systemctl stop placed"
