@@ -902,6 +902,11 @@ int pipeline_tick(Pipeline *p, const PipelineEnv *env, uint64_t now_ns, TickKind
         pipeline_apply(p, env, groups, n, plan);
         pipeline_say_when(p, groups, n, plan, now_ns, kind);
         unsigned changes = pipeline_log_changes(p, env->advise, groups, n, plan);
+        unsigned looks = news_storm_look(&p->news, plan, env->advise);
+        if (looks > 0)
+                log_debug("A fork storm began: %u kept placement%s get%s a closer look at a "
+                          "quick tick.",
+                          looks, looks == 1 ? "" : "s", looks == 1 ? "s" : "");
         NewsView news = { .graph = p->graph,
                           .plan = plan,
                           .now_ns = now_ns,

@@ -56,6 +56,7 @@ bool news_task_young(uint64_t start_time, uint64_t young_after) {
 
 int news_set_storm(News *n, unsigned n_young) {
         bool storm = n_young > NEWS_YOUNG_STORM;
+        n->storm_began = storm && !n->storm;
         if (storm == n->storm)
                 return 0;
         n->storm = storm;
@@ -221,6 +222,20 @@ bool *news_focus(const News *n, const NewsView *v, const Group *groups, unsigned
                            bsearch(&groups[i].id, noted, n_fresh, sizeof(noted[0]), cmp_u64);
         }
         return focus;
+}
+
+unsigned news_storm_look(const News *n, Plan *plan, bool advise) {
+        unsigned asked = 0;
+        if (!n->storm_began || advise)
+                return 0;
+        for (unsigned i = 0; i < plan->n_groups; i++) {
+                PlanGroup *pg = &plan->groups[i];
+                if (pg->managed && pg->trial.verdict == TRIAL_KEPT) {
+                        pg->trial.closer = true;
+                        asked++;
+                }
+        }
+        return asked;
 }
 
 bool news_quick_wanted(const Group *groups, unsigned n_groups, const Plan *plan, bool advise) {

@@ -78,7 +78,8 @@ typedef struct NewsNoted {
 typedef struct News {
         NewsNoted noted[NEWS_NOTED_MAX]; /* a ring: next is the oldest once full */
         unsigned n_noted, next;
-        bool storm; /* the last sample had more than NEWS_YOUNG_STORM young tasks */
+        bool storm;       /* the last sample had more than NEWS_YOUNG_STORM young tasks */
+        bool storm_began; /* ... and the one before it did not */
 } News;
 
 /* What news is judged against; every field the caller's. */
@@ -108,6 +109,15 @@ bool news_task_young(uint64_t start_time, uint64_t young_after);
  * Return: 1 when a fork storm began or ended, 0 when it did not change.
  */
 int news_set_storm(News *n, unsigned n_young);
+
+/*
+ * news_storm_look() - a fork storm that began at this tick is the machine's
+ * load changing: a kept placement may stop helping before its own figures
+ * show it in a regular tick's window. Each kept placement of plan (not
+ * advised only) asks for a closer look at a quick tick (PlanTrial.closer), as
+ * a half drift does. Return: how many asked.
+ */
+unsigned news_storm_look(const News *n, Plan *plan, bool advise);
 
 /* news_remember() - tid noted at ts_ns; only its first note counts. */
 void news_remember(News *n, pid_t tid, uint64_t ts_ns);

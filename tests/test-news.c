@@ -255,6 +255,65 @@ static void test_fork_storm(void **state) {
         t_free(t);
 }
 
+/*
+ * A fork storm that begins is the machine's load changing: each kept
+ * placement asks for a closer look at a quick tick, once, at the tick the
+ * storm began: not while it lasts, not advised, not a placement on trial (its
+ * windows come at quick ticks anyway) or handed back.
+ */
+static void test_storm_look(void **state) {
+        T *t = t_new();
+        t_old_pair(t, 60, 61);
+        t_old_pair(t, 70, 71);
+        t_old_pair(t, 80, 81);
+        t_tick(t);
+        assert_int_equal(t->n_groups, 3);
+        for (unsigned i = 0; i < t->plan->n_groups; i++)
+                t->plan->groups[i].waiting = false;
+        PlanGroup *kept = t_plan_group(t, 60), *on_trial = t_plan_group(t, 70),
+                  *back = t_plan_group(t, 80);
+        kept->managed = on_trial->managed = true;
+        kept->trial.verdict = TRIAL_KEPT;
+        on_trial->trial.verdict = TRIAL_RUNNING;
+        back->trial.verdict = TRIAL_REVERTED;
+
+        assert_int_equal(news_set_storm(&t->news, NEWS_YOUNG_STORM), 0);
+        assert_int_equal(news_storm_look(&t->news, t->plan, false), 0);
+        assert_false(kept->trial.closer);
+        assert_int_equal(news_set_storm(&t->news, NEWS_YOUNG_STORM + 1), 1);
+        assert_int_equal(news_storm_look(&t->news, t->plan, true), 0); /* advised: none kept */
+        assert_false(kept->trial.closer);
+        assert_int_equal(news_storm_look(&t->news, t->plan, false), 1);
+        assert_true(kept->trial.closer);
+        assert_false(on_trial->trial.closer);
+        assert_false(back->trial.closer);
+        /* The quick tick it asks for decides it (and the trial), not the one handed back. */
+        assert_true(news_quick_wanted(t->groups, t->n_groups, t->plan, false));
+        on_trial->trial.verdict = TRIAL_KEPT; /* ... its trial ended: only the look is left */
+        on_trial->trial.closer = false;
+        {
+                _cleanup_free_ bool *focus =
+                        news_focus(&t->news, &t->view, t->groups, t->n_groups, false);
+                assert_non_null(focus);
+                for (unsigned i = 0; i < t->n_groups; i++)
+                        assert_int_equal(focus[i], t->groups[i].tasks[0].tid == 60 ||
+                                                           t->groups[i].tasks[0].tid == 61);
+        }
+
+        /* The storm goes on: no more looks. Over, and a new one: a look again. */
+        kept->trial.closer = false;
+        assert_int_equal(news_set_storm(&t->news, 200), 0);
+        assert_int_equal(news_storm_look(&t->news, t->plan, false), 0);
+        assert_false(kept->trial.closer);
+        assert_int_equal(news_set_storm(&t->news, 3), 1);
+        assert_int_equal(news_storm_look(&t->news, t->plan, false), 0);
+        assert_int_equal(news_set_storm(&t->news, 100), 1);
+        assert_int_equal(news_storm_look(&t->news, t->plan, false), 2);
+        assert_true(kept->trial.closer && on_trial->trial.closer);
+        assert_false(back->trial.closer);
+        t_free(t);
+}
+
 /* A note between two old groups (two pairs), placed or not, is not news. */
 static void test_two_old_groups(void **state) {
         T *t = t_new();
@@ -348,11 +407,11 @@ static void test_focus_and_settled(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_young_after),       cmocka_unit_test(test_reason_names),
-                cmocka_unit_test(test_noted_ring),        cmocka_unit_test(test_redis_client),
-                cmocka_unit_test(test_pgbench_client),    cmocka_unit_test(test_fork_storm),
-                cmocka_unit_test(test_two_old_groups),    cmocka_unit_test(test_pair_run_spread),
-                cmocka_unit_test(test_focus_and_settled),
+                cmocka_unit_test(test_young_after),     cmocka_unit_test(test_reason_names),
+                cmocka_unit_test(test_noted_ring),      cmocka_unit_test(test_redis_client),
+                cmocka_unit_test(test_pgbench_client),  cmocka_unit_test(test_fork_storm),
+                cmocka_unit_test(test_storm_look),      cmocka_unit_test(test_two_old_groups),
+                cmocka_unit_test(test_pair_run_spread), cmocka_unit_test(test_focus_and_settled),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
