@@ -286,7 +286,6 @@ void manager_follow_lost(Manager *m) {
         bus_emit_properties_changed(m, "Follow", NULL);
 }
 
-/* Starts or stops watching the power-profiles API as [daemon] follow says. */
 /*
  * placed's own nice ([daemon] nice), at start and when a reload changes it:
  * its ticks must come on time when the machine is busiest, as that is when a
@@ -314,6 +313,7 @@ static void manager_apply_nice(Manager *m) {
         log_debug("Running at nice %d ([daemon] nice), was %d.", m->config.nice, now);
 }
 
+/* Starts or stops watching the power-profiles API as [daemon] follow says. */
 static void manager_apply_follow(Manager *m) {
         if (m->config.follow == FOLLOW_POWER_PROFILES) {
                 if (m->followed.state == FOLLOW_STATE_OFF)

@@ -112,6 +112,15 @@ static NewsReason t_note(T *t, pid_t waker, pid_t wakee, uint64_t ts_ns) {
         return news_note(&t->news, &t->view, &n);
 }
 
+/* A quick tick's focus is the group of a and b, and no other. */
+static void t_assert_focus(T *t, pid_t a, pid_t b) {
+        _cleanup_free_ bool *focus = news_focus(&t->news, &t->view, t->groups, t->n_groups, false);
+        assert_non_null(focus);
+        for (unsigned i = 0; i < t->n_groups; i++)
+                assert_int_equal(focus[i],
+                                 t->groups[i].tasks[0].tid == a || t->groups[i].tasks[0].tid == b);
+}
+
 static void test_young_after(void **state) {
         assert_int_equal(news_young_after(BOOT_NS, HZ), 990 * HZ);
         assert_int_equal(news_young_after(5 * NSEC_PER_SEC, HZ), 0); /* booted 5 s ago */
@@ -291,14 +300,7 @@ static void test_storm_look(void **state) {
         assert_true(news_quick_wanted(t->groups, t->n_groups, t->plan, false));
         on_trial->trial.verdict = TRIAL_KEPT; /* ... its trial ended: only the look is left */
         on_trial->trial.closer = false;
-        {
-                _cleanup_free_ bool *focus =
-                        news_focus(&t->news, &t->view, t->groups, t->n_groups, false);
-                assert_non_null(focus);
-                for (unsigned i = 0; i < t->n_groups; i++)
-                        assert_int_equal(focus[i], t->groups[i].tasks[0].tid == 60 ||
-                                                           t->groups[i].tasks[0].tid == 61);
-        }
+        t_assert_focus(t, 60, 61);
 
         /* The storm goes on: no more looks. Over, and a new one: a look again. */
         kept->trial.closer = false;
@@ -382,14 +384,7 @@ static void test_focus_and_settled(void **state) {
         t_plan_group(t, 60)->trial.closer = true;
         assert_true(news_quick_wanted(t->groups, t->n_groups, t->plan, false));
         assert_false(news_quick_wanted(t->groups, t->n_groups, t->plan, true));
-        {
-                _cleanup_free_ bool *closer =
-                        news_focus(&t->news, &t->view, t->groups, t->n_groups, false);
-                assert_non_null(closer);
-                for (unsigned i = 0; i < t->n_groups; i++)
-                        assert_int_equal(closer[i], t->groups[i].tasks[0].tid == 60 ||
-                                                            t->groups[i].tasks[0].tid == 61);
-        }
+        t_assert_focus(t, 60, 61);
         t_plan_group(t, 60)->trial.closer = false;
         t_plan_group(t, 60)->managed = false;
         assert_true(news_plan_settled(t->plan, false));
@@ -397,11 +392,7 @@ static void test_focus_and_settled(void **state) {
         /* Only the group on trial, and the one with a fresh note, are in focus. */
         t_plan_group(t, 60)->trial.verdict = TRIAL_NONE;
         news_remember(&t->news, 71, t->now_ns);
-        _cleanup_free_ bool *focus = news_focus(&t->news, &t->view, t->groups, t->n_groups, false);
-        assert_non_null(focus);
-        for (unsigned i = 0; i < t->n_groups; i++)
-                assert_int_equal(focus[i], t->groups[i].tasks[0].tid == 70 ||
-                                                   t->groups[i].tasks[0].tid == 71);
+        t_assert_focus(t, 70, 71);
         t_free(t);
 }
 
