@@ -407,6 +407,15 @@ WORKLOADS = {
                             "pair", SERVER_TARGET, pinnable=True, setup=stock.sockperf_setup,
                             needs=(("sockperf", "sockperf"),), sessions=True),
 }
+# Each session's steady state, from stock.STEADY_AFTER_S into it to its end:
+# the whole session's figure less what placing it costs (its first tenth of
+# a second left to the kernel, then its trial's windows of the kernel's).
+for _w in ("redis-session", "pg-session", "udp-session"):
+    WORKLOADS[_w + "-steady"] = Workload(
+        None, WORKLOADS[_w].metric, "higher",
+        "%s, its steady state: from %g s into each session to its end" % (
+            _w, stock.STEADY_AFTER_S), "pair", SERVER_TARGET, pinnable=True,
+        part_of=(_w, "steady_value"), needs=WORKLOADS[_w].needs)
 
 
 def missing_programs(workloads):
@@ -1354,8 +1363,10 @@ def write_report(out, args, results, summary, configs, workloads, took):
         lines += ["Sessions (*-session): the server and placed ran %g s, then %d clients one "
                   "after the other (%g s apart), each a new connection for a %g s session; each "
                   "session is a figure of its own (over its whole length, nothing left out), "
-                  "paired with the same session of the other configurations." % (
-                      args.session_idle, args.sessions, args.session_gap, args.session_seconds),
+                  "paired with the same session of the other configurations; *-session-steady: "
+                  "the same sessions from %g s into them to their end, their steady state." % (
+                      args.session_idle, args.sessions, args.session_gap, args.session_seconds,
+                      stock.STEADY_AFTER_S),
                   ""]
     own = [w for w in workloads if not WORKLOADS[w].part_of]  # each run once
     bg = [r["foreign_cpus"] for w in own for c in configs for r in results[w].get(c, [])]
@@ -1553,10 +1564,10 @@ def expand_workloads(args, names):
     for w in names:
         if w == "scale":
             out += ["scale-%d" % n for n in args.scale_threads]
-        elif w == "mixed":
-            out += ["mixed", "mixed-hackbench"]
         else:
-            out.append(w)
+            # A workload's second figures (mixed-hackbench, the sessions'
+            # steady states) come with it.
+            out += [w] + [k for k, x in WORKLOADS.items() if x.part_of and x.part_of[0] == w]
     return out
 
 
@@ -1743,7 +1754,9 @@ def main():
 
 def fill_parts(results, workloads):
     """A second figure of another workload's runs (mixed-hackbench: hackbench's
-    time in mixed) becomes that workload's results, run by run."""
+    time in mixed; a session's steady state) becomes that workload's results,
+    run by run (none from runs without it: results written before it was
+    measured)."""
     for w in workloads:
         part = WORKLOADS[w].part_of
         if not part:
@@ -1752,7 +1765,7 @@ def fill_parts(results, workloads):
         for c, runs in results.get(parent, {}).items():
             results[w][c] = [dict({k: v for k, v in r.items() if not k.startswith("packed")},
                                   value=r[key], metric=WORKLOADS[w].metric,
-                                  better=WORKLOADS[w].better) for r in runs]
+                                  better=WORKLOADS[w].better) for r in runs if key in r]
 
 
 if __name__ == "__main__":

@@ -348,6 +348,19 @@ def wl_redis_1c(args, env):
     return redis_bench(args, env, 1)
 
 
+# A session's steady state begins this long after its start: by then placed
+# has placed its pair and judged it (a switchback of 6-8 windows, 0.1 s each).
+STEADY_AFTER_S = 1.0
+
+
+def steady(samples, out):
+    """The mean of a session's progress samples in its steady state."""
+    if not samples:
+        raise RuntimeError("the session reported no progress after its first %g s:\n%s" % (
+            STEADY_AFTER_S, out[-2000:]))
+    return sum(samples) / len(samples)
+
+
 def wl_redis_session(args, env):
     """One new redis-benchmark -c 1 for args.session_seconds: GET/s over the
     whole session, redis-benchmark's own overall rate at its last report
@@ -356,7 +369,11 @@ def wl_redis_session(args, env):
     overall = re.findall(r"rps=[\d.]+ \(overall: ([\d.]+)\)", out)
     if not overall:
         raise RuntimeError("redis-benchmark printed no rate:\n%s" % out[-2000:])
-    res = {"metric": "GET/s", "value": float(overall[-1]), "better": "higher"}
+    # Its steady state: the 250 ms samples after the first STEADY_AFTER_S (the
+    # first sample, at the start, is 0).
+    rates = [float(x) for x in re.findall(REDIS_RATE, out)][1 + int(STEADY_AFTER_S * 4):]
+    res = {"metric": "GET/s", "value": float(overall[-1]), "better": "higher",
+           "steady_value": steady(rates, out)}
     res.update(placed)
     return res
 
@@ -547,11 +564,15 @@ def wl_pg_session(args, env):
     least 1): its transactions over the session's length, connecting
     included."""
     secs = max(1, int(round(args.session_seconds)))
-    out, client = pgbench_watched(env, ["-c", "1", "-S", "-T", str(secs)], secs)
+    out, client = pgbench_watched(env, ["-c", "1", "-S", "-T", str(secs), "-P", "1"], secs)
     n = re.search(r"number of transactions actually processed: (\d+)", out)
     if not n:
         raise RuntimeError("pgbench printed no transaction count:\n%s" % out[-2000:])
-    res = {"metric": "SELECT tps", "value": int(n.group(1)) / secs, "better": "higher"}
+    # Its steady state: the per-second reports of the seconds after the first
+    # STEADY_AFTER_S.
+    tps = [float(v) for t, v in re.findall(PGBENCH_PROGRESS, out) if float(t) > STEADY_AFTER_S + 0.5]
+    res = {"metric": "SELECT tps", "value": int(n.group(1)) / secs, "better": "higher",
+           "steady_value": steady(tps, out)}
     res.update(client.figures())
     return res
 
@@ -631,8 +652,12 @@ def wl_udp_session(args, env):
         raise RuntimeError("sockperf printed no [Total Run] line:\n" + out[-2000:])
     tx = sockperf_log(log, out)
     start = tx[0] - 0.4
+    # Its steady state: the round trips sent after the first STEADY_AFTER_S.
+    after = [t for t in tx if t >= start + STEADY_AFTER_S]
     res = {"metric": "round trips/s", "value": int(total.group(2)) / float(total.group(1)),
-           "better": "higher", "test_start_s": round(start, 3)}
+           "better": "higher", "test_start_s": round(start, 3),
+           "steady_value": steady([(len(after) - 1) / (after[-1] - after[0])]
+                                  if len(after) > 1 and after[-1] > after[0] else [], out)}
     res.update(client.figures(client.t0 + start))
     return res
 

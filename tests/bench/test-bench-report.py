@@ -327,6 +327,31 @@ class NewParts(unittest.TestCase):
     def setUpClass(cls):
         bench.add_scale_workloads(args())
 
+    def test_session_steady_part(self):
+        # A session's whole figure pays for its placing (1.3x where the ceiling
+        # makes 1.5x: 60% of its gain); its steady state does not (1.45x: 90%).
+        runs = lambda whole, steady: [{"value": w, "steady_value": s, "session": k % 2 + 1,
+                                       "packed_after_s": 0.18}
+                                      for k, (w, s) in enumerate(zip(whole, steady))]
+        self.assertEqual(bench.expand_workloads(args(), ["udp-session", "mixed"]),
+                         ["udp-session", "udp-session-steady", "mixed", "mixed-hackbench"])
+        w = ["udp-session", "udp-session-steady"]
+        results = {"udp-session": {"kernel": runs([100] * 4, [100] * 4),
+                                   "balanced": runs([130] * 4, [145] * 4),
+                                   "ceiling": runs([150] * 4, [150] * 4)},
+                   "udp-session-steady": {"kernel": [], "balanced": [], "ceiling": []}}
+        bench.fill_parts(results, w)
+        self.assertEqual(results["udp-session-steady"]["balanced"][0]["value"], 145)
+        self.assertNotIn("packed_after_s", results["udp-session-steady"]["balanced"][0])
+        s = bench.summarize(results, ["kernel", "balanced", "ceiling"], w)
+        self.assertAlmostEqual(s["udp-session"]["balanced"]["share_of_ceiling_gain"], 0.6)
+        self.assertAlmostEqual(s["udp-session-steady"]["balanced"]["share_of_ceiling_gain"], 0.9)
+        # Results written before the steady state was measured have none.
+        for r in results["udp-session"]["balanced"]:
+            del r["steady_value"]
+        bench.fill_parts(results, w)
+        self.assertEqual(results["udp-session-steady"]["balanced"], [])
+
     def test_mixed_gain_and_hackbench_part(self):
         # Pairs 1.5-2x faster (must gain: PASS), hackbench 0.94-0.96x (must not
         # lose more than 3%: FAIL), the ceiling's pairs 2.5x.
