@@ -604,17 +604,25 @@ def wl_udp_1c(args, env):
         raise RuntimeError("sockperf ping-pong failed:\n" + out + err)
     tx = sockperf_log(log, out)
     start = tx[0] - 0.4 + args.warmup
-    window = [t for t in tx if t >= start]
-    if len(window) < 2 or window[-1] - window[0] < args.seconds / 2:
+    rate, span = round_trip_rate(tx, start)
+    if rate is None or span < args.seconds / 2:
         raise RuntimeError("sockperf's log covers %.2f s, less than the warm-up" % (tx[-1] - tx[0]))
-    res = {"metric": "round trips/s", "value": (len(window) - 1) / (window[-1] - window[0]),
-           "better": "higher", "window_s": round(window[-1] - window[0], 3)}
+    res = {"metric": "round trips/s", "value": rate, "better": "higher",
+           "window_s": round(span, 3)}
     # sockperf sends nothing for about 2 s after it starts (strace: its first
     # sendto 2.1 s after exec): time to place counts from its test's start,
     # the first logged message less the 0.4 s it does not log.
     res["test_start_s"] = round(tx[0] - 0.4, 3)
     res.update(client.figures(client.t0 + tx[0] - 0.4))
     return res
+
+
+def round_trip_rate(tx, since):
+    """Round trips/s of those of the send times tx (sockperf_log) from since
+    on, and the seconds they span; None for the rate where they span none."""
+    window = [t for t in tx if t >= since]
+    span = window[-1] - window[0] if len(window) > 1 else 0.0
+    return ((len(window) - 1) / span if span > 0 else None), span
 
 
 def sockperf_log(log, out):
@@ -653,11 +661,10 @@ def wl_udp_session(args, env):
     tx = sockperf_log(log, out)
     start = tx[0] - 0.4
     # Its steady state: the round trips sent after the first STEADY_AFTER_S.
-    after = [t for t in tx if t >= start + STEADY_AFTER_S]
+    rate, _ = round_trip_rate(tx, start + STEADY_AFTER_S)
     res = {"metric": "round trips/s", "value": int(total.group(2)) / float(total.group(1)),
            "better": "higher", "test_start_s": round(start, 3),
-           "steady_value": steady([(len(after) - 1) / (after[-1] - after[0])]
-                                  if len(after) > 1 and after[-1] > after[0] else [], out)}
+           "steady_value": steady([] if rate is None else [rate], out)}
     res.update(client.figures(client.t0 + start))
     return res
 
