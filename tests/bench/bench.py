@@ -902,6 +902,30 @@ def no_loss_power(se, df, target, level=CI_LEVEL):
     return 1 - t_cdf(t_quantile(1 - (1 - level) / 2, df) + math.log(target) / se, df)
 
 
+POWER_WANTED = 0.8  # the power a repetition count is planned for (reps_for_power)
+
+
+def reps_for_power(sd, target, power=POWER_WANTED, level=CI_LEVEL):
+    """How many repetitions a placed exactly as fast as the kernel would need
+    to come out PASS against target with this power, where one repetition's
+    log ratio spreads by sd: what an INCONCLUSIVE would take to decide, at
+    its own spread (no_loss_power, searched by bisection; past 200 degrees
+    of freedom the t quantile of 200 stands in, a shade high). None where
+    no count of a million does."""
+    if not sd:
+        return 2
+
+    def enough(n):
+        return no_loss_power(sd / math.sqrt(n), min(n - 1, 200), target, level) >= power
+    lo, hi = 2, 1_000_000
+    if not enough(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return lo
+
+
 def median_interval(xs, level=CI_LEVEL):
     """A distribution-free confidence interval of the median of xs (the sign
     test's), for placed's own cost at scale: the order statistics x_(k) and
@@ -940,7 +964,8 @@ def judge_speedup(s, rs, target, above=False):
     target), PASS needs all of it above the target and FAIL is all of it at
     or below. Also gives the power: the chance a 1.00x placed would have
     come out PASS against the no-loss target with this many repetitions
-    and this spread."""
+    and this spread, and, where undecided, the repetitions that would give
+    it POWER_WANTED (reps_for_power)."""
     gmean, lo, hi, se, df = ratio_interval(rs)
     s["speedup_gmean"] = gmean
     s["n_pairs"] = len(rs)
@@ -958,6 +983,7 @@ def judge_speedup(s, rs, target, above=False):
         s["verdict"] = "FAIL"
     else:
         s["verdict"] = "INCONCLUSIVE"
+        s["reps_needed"] = reps_for_power(se * math.sqrt(len(rs)), NOLOSS_TARGET)
     s["pass"] = s["verdict"] == "PASS"
 
 
@@ -1339,6 +1365,15 @@ plot for [i=2:%d] '%s' using 1:i with linespoints title columnheader(i)
     subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
 
 
+def needs(s):
+    """An undecided verdict's cell: the repetitions it would need (reps_for_power)."""
+    if s.get("verdict") != "INCONCLUSIVE" or "reps_needed" not in s:
+        return ""
+    if s["reps_needed"] is None:
+        return "; power %.1f needs over a million reps" % POWER_WANTED
+    return "; power %.1f needs %d reps" % (POWER_WANTED, s["reps_needed"])
+
+
 def write_report(out, args, results, summary, configs, workloads, took):
     lines = ["# placed benchmark", "",
              "`%s` on %d CPUs, %s, cpuidle driver %s; %d repetitions, configurations alternated; "
@@ -1417,9 +1452,10 @@ def write_report(out, args, results, summary, configs, workloads, took):
                   "inside it or there was one repetition: identical runs varied more than the "
                   "difference, and more repetitions decide. *power*: the chance that a placed "
                   "exactly as fast as the kernel (1.00x) comes out PASS against %.2fx with "
-                  "that many repetitions and that spread." % (
+                  "that many repetitions and that spread; where undecided, how many "
+                  "repetitions at that spread would give it power %.1f." % (
                       round(100 * (MIN_CEILING_GAIN - 1)), round(100 * CI_LEVEL),
-                      NOLOSS_TARGET), "",
+                      NOLOSS_TARGET, POWER_WANTED), "",
                   "| workload | target | ceiling | " + " | ".join(profiles) + " |",
                   "|---|---|---|" + "---|" * len(profiles)]
         for w in judged:
@@ -1442,8 +1478,8 @@ def write_report(out, args, results, summary, configs, workloads, took):
                 if "verdict" in s:
                     cell += " **%s**" % s["verdict"]
                     if "resolution" in s:
-                        cell += " at %d reps (+-%.3f, power %.2f)" % (
-                            s["n_pairs"], s["resolution"], s["power"])
+                        cell += " at %d reps (+-%.3f, power %.2f%s)" % (
+                            s["n_pairs"], s["resolution"], s["power"], needs(s))
                     elif "n_pairs" in s:
                         cell += " at %d rep" % s["n_pairs"]
                 cells.append(cell)

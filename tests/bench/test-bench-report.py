@@ -132,6 +132,35 @@ class Report(unittest.TestCase):
         self.assertEqual(bench.no_loss_power(0.0, 4, 0.97), 1.0)
         self.assertLess(bench.no_loss_power(0.1 / 30 ** 0.5, 29, 0.97), p30)
 
+    def test_reps_for_power(self):
+        # The count found is the first with power 0.8 at that spread: one
+        # fewer falls short. redis -c 32's blocks (a spread of 0.12) need
+        # about 120; a spread five times as wide about 25 times as many.
+        for sd in (0.05, 0.12, 0.59):
+            n = bench.reps_for_power(sd, 0.97)
+            self.assertGreaterEqual(bench.no_loss_power(sd / n ** 0.5, min(n - 1, 200), 0.97),
+                                    0.8)
+            self.assertLess(bench.no_loss_power(sd / (n - 1) ** 0.5, min(n - 2, 200), 0.97), 0.8)
+        n12, n60 = bench.reps_for_power(0.12, 0.97), bench.reps_for_power(0.6, 0.97)
+        self.assertTrue(110 <= n12 <= 135, n12)
+        self.assertTrue(20 * n12 <= n60 <= 30 * n12, n60)
+        self.assertEqual(bench.reps_for_power(0.0, 0.97), 2)
+        self.assertIsNone(bench.reps_for_power(50.0, 0.97))
+        # An undecided verdict says what it would take, at its own spread; a
+        # decided one does not, and the report's cell says it.
+        kernel = [100] * 12
+        placed = [80, 112, 95, 88, 105, 93, 97, 84, 110, 95, 90, 101]
+        s = self.summary("stream", {"kernel": kernel, "balanced": placed})
+        sd = statistics.stdev(math.log(v / 100) for v in placed)
+        self.assertEqual(s["balanced"]["verdict"], "INCONCLUSIVE")
+        self.assertEqual(s["balanced"]["reps_needed"], bench.reps_for_power(sd, 0.97))
+        self.assertEqual(bench.needs(s["balanced"]),
+                         "; power 0.8 needs %d reps" % s["balanced"]["reps_needed"])
+        s = self.summary("stream", {"kernel": kernel, "balanced": [100] * 11 + [101]})
+        self.assertEqual(s["balanced"]["verdict"], "PASS")
+        self.assertNotIn("reps_needed", s["balanced"])
+        self.assertEqual(bench.needs(s["balanced"]), "")
+
     def test_switchback_block_mean(self):
         # Samples each covering the second before their arrival: a block
         # [10, 16] takes those from 11 to 16 (50 ms of slack either way),
@@ -476,6 +505,8 @@ class NewParts(unittest.TestCase):
             "cpus": {0: {"busy": 0.5, "residency": {}, "idle_entries_per_s": 10}},
             "energy_cpu_equiv": 1.0, "foreign_cpus": 0.0}
         session = lambda v, packed, k: dict(pair(v, None, packed), session=k)
+        timed = lambda v: {"value": v, "energy_cpu_equiv": 1.0, "foreign_cpus": 0.0,
+                           "cpus": {0: {"busy": 0.5, "residency": {}, "idle_entries_per_s": 10}}}
         results = {
             "pairs": {"kernel": [pair(30000, 2, None)] * 2, "balanced": [pair(190000, 1, 1.4)] * 2,
                       "ceiling": [pair(200000, 1, 0.0)] * 2, "balanced-advise": []},
@@ -483,6 +514,8 @@ class NewParts(unittest.TestCase):
                             "balanced": [session(150000, 0.9, k) for k in (1, 2)] * 2,
                             "ceiling": [session(200000, 0.0, k) for k in (1, 2)] * 2,
                             "balanced-advise": []},
+            "hackbench-l": {"kernel": [timed(2.0)] * 2, "balanced": [timed(1.8), timed(2.3)],
+                            "ceiling": [], "balanced-advise": []},
             "scale-10000": {"kernel": [], "balanced": [self.scale_run(10000, 0.5)] * 2,
                             "ceiling": [], "balanced-advise": [self.scale_run(10000, 0.4)] * 2}}
         for r in results["scale-10000"]["balanced"] + results["scale-10000"]["balanced-advise"]:
@@ -507,6 +540,9 @@ class NewParts(unittest.TestCase):
                       "worst <= 0.50 s **FAIL** |", text)
         self.assertIn("| pairs | kernel | 1 | 30k (30k–30k) | 2 (2–2) | 2.00 (2.00–2.00) | "
                       "7.00 (7.00–7.00) |", text)
+        n = bench.reps_for_power(statistics.stdev([math.log(2 / 1.8), math.log(2 / 2.3)]), 0.97)
+        self.assertIn("| hackbench-l | >= 0.97x kernel | – | 0.98x [0.21–4.66x] **INCONCLUSIVE** "
+                      "at 2 reps (+-2.229, power 0.03; power 0.8 needs %d reps) |" % n, text)
         self.assertIn("## placed's own cost at scale", text)
         self.assertIn("| scale-10000 | balanced | placed CPU <= 1% of one CPU", text)
 
