@@ -1366,8 +1366,9 @@ plot for [i=2:%d] '%s' using 1:i with linespoints title columnheader(i)
 
 
 def needs(s):
-    """An undecided verdict's cell: the repetitions it would need (reps_for_power)."""
-    if s.get("verdict") != "INCONCLUSIVE" or "reps_needed" not in s:
+    """An undecided verdict's cell: the repetitions it would need (reps_for_power;
+    judge_speedup gives them to INCONCLUSIVE verdicts only)."""
+    if "reps_needed" not in s:
         return ""
     if s["reps_needed"] is None:
         return "; power %.1f needs over a million reps" % POWER_WANTED

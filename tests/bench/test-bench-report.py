@@ -499,14 +499,13 @@ class NewParts(unittest.TestCase):
         """A report built from a results.json as bench.py writes it shows the
         new tables and verdicts."""
         configs = ["kernel", "balanced", "ceiling", "balanced-advise"]
-        pair = lambda v, touched, packed: {
-            "value": v, "pairs": 1, "cpus_touched": touched, "busy_cpu_s": 2.0,
-            "energy_us_per_round_trip": 7.0, "packed_after_s": packed,
-            "cpus": {0: {"busy": 0.5, "residency": {}, "idle_entries_per_s": 10}},
-            "energy_cpu_equiv": 1.0, "foreign_cpus": 0.0}
-        session = lambda v, packed, k: dict(pair(v, None, packed), session=k)
+        # Any run's machine figures; a pair's run adds its own.
         timed = lambda v: {"value": v, "energy_cpu_equiv": 1.0, "foreign_cpus": 0.0,
                            "cpus": {0: {"busy": 0.5, "residency": {}, "idle_entries_per_s": 10}}}
+        pair = lambda v, touched, packed: dict(
+            timed(v), pairs=1, cpus_touched=touched, busy_cpu_s=2.0,
+            energy_us_per_round_trip=7.0, packed_after_s=packed)
+        session = lambda v, packed, k: dict(pair(v, None, packed), session=k)
         results = {
             "pairs": {"kernel": [pair(30000, 2, None)] * 2, "balanced": [pair(190000, 1, 1.4)] * 2,
                       "ceiling": [pair(200000, 1, 0.0)] * 2, "balanced-advise": []},
